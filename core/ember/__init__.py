@@ -1,0 +1,80 @@
+"""ember: a PyTorch-style tensor framework whose core knows no device.
+
+The core defines Tensor, Storage with strides and views, the device / layout / dtype
+dispatch keys, the dispatcher and the plugin system. Backends (ember-cpu, ember-cuda,
+ember-opencl, ...) are separate distributions that register through pluggy hooks;
+``ember info`` shows what is installed. Names, signatures, defaults and errors
+follow PyTorch, so ``import ember as torch`` runs PyTorch code wherever ember has the
+feature.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import _dtype
+from ._dtype import (dtype, float16, half, bfloat16, float32, float64, double, int8, uint8, int16, short, int32,
+                     int64, long, complex64, cfloat, complex128, cdouble, promote_types, result_type, can_cast,
+                     get_default_dtype, set_default_dtype, finfo, iinfo)
+from ._dtype import bool, float, int  # noqa: A004 - PyTorch's names (ember.float is float32)
+from ._device import device, layout, strided
+from ._tensor import Tensor, Size, is_tensor
+from ._allocator import UntypedStorage, OutOfMemoryError
+from ._random_state import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state, \
+    default_generator
+from . import _ops
+from ._ops import MODULES as _OP_MODULES
+from . import library, plugins, memory, ops, _registry
+
+for _m in _OP_MODULES:
+    for _name in getattr(_m, "__all__", ()):
+        globals()[_name] = getattr(_m, _name)
+del _m, _name
+
+from ._dtype import torch_name as _torch_name  # noqa: E402,F401
+
+
+def set_default_device(device) -> None:
+    """The device factories use when none is given (matches torch.set_default_device)."""
+    _registry.set_default_device(device)
+
+
+def get_default_device():
+    """The device factories use when none is given."""
+    return _registry.default_device()
+
+
+def is_floating_point(input) -> bool:
+    """Whether ``input``'s dtype is a floating dtype."""
+    return input._dtype.is_floating_point
+
+
+def is_complex(input) -> bool:
+    """Whether ``input``'s dtype is complex."""
+    return input._dtype.is_complex
+
+
+def numel(input) -> int:
+    """Number of elements of ``input``."""
+    return input.numel()
+
+
+def _lookup_device_module(name):
+    from . import _registry as R
+    R.ensure_loaded()
+    dt = R.device_types.get(name)
+    if dt is not None:
+        return dt.module
+    return None
+
+
+def __getattr__(name):
+    # ember.cuda, ember.opencl, ember.<vendor type>: the device module of a registered device type,
+    # or (for a known type whose plugin is missing) a module answering is_available() -> False.
+    if name.startswith("__"):
+        raise AttributeError(name)
+    mod = _lookup_device_module(name)
+    if mod is not None:
+        return mod
+    if name in _registry.KNOWN_PACKAGES:
+        return _registry.missing_device_module(name)
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")

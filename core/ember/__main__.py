@@ -1,0 +1,6 @@
+"""``python -m ember info``."""
+import sys
+
+from ._cli import main
+
+sys.exit(main())

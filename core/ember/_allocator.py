@@ -1,0 +1,255 @@
+"""Storage and the core's allocators, with one fixed statistics schema for every device.
+
+A device plugin supplies a *raw* allocator (``allocate(nbytes, device_index) -> handle``,
+``free(handle)``, ``data_ptr(handle) -> int``); the core wraps it in
+
+- ``CachingAllocator`` - rounds sizes into bins, reuses freed blocks per (device index,
+  stream), frees its cache and retries once on out-of-memory, honours a per-device
+  limit; for devices whose raw allocation is expensive (cuda, opencl, a vendor's), or
+- ``DirectAllocator`` - no cache, same statistics; for the host, where numpy's own
+  allocator is faster than any cache written in Python (benchmarks/bench_allocator.py).
+
+Statistics keys follow torch.cuda.memory_stats ("allocated_bytes.all.current", ...).
+"""
+from __future__ import annotations
+
+__all__ = ["UntypedStorage", "OutOfMemoryError", "CachingAllocator", "DirectAllocator", "STAT_KEYS"]
+
+_new = object.__new__
+
+STAT_KEYS = (
+    "allocated_bytes.all.current", "allocated_bytes.all.peak", "allocated_bytes.all.allocated",
+    "allocated_bytes.all.freed", "reserved_bytes.all.current", "reserved_bytes.all.peak",
+    "allocation.all.current", "allocation.all.peak", "allocation.all.allocated", "allocation.all.freed",
+    "segment.all.current", "num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free",
+)
+
+
+class OutOfMemoryError(RuntimeError):
+    """Raised when a device cannot satisfy an allocation (matches torch.OutOfMemoryError)."""
+
+
+def format_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} bytes"
+
+
+class UntypedStorage:
+    """An untyped byte buffer on one device (matches torch.UntypedStorage).
+
+    ``nbytes()`` is the requested size in bytes, ``device`` the device, ``data_ptr()`` the
+    address of byte 0. The handle is opaque to the core: whatever the device's raw
+    allocator returned (a numpy array on cpu, a ``cl.Buffer`` on opencl, ...).
+    Several tensors (views) may share one storage.
+    """
+
+    __slots__ = ("_handle", "_nbytes", "_size", "device", "_allocator", "_stream", "_shared", "__weakref__")
+
+    def __del__(self):
+        alloc = self._allocator
+        if alloc is not None:
+            alloc.release(self)
+
+    def nbytes(self) -> int:
+        """Size in bytes."""
+        return self._nbytes
+
+    def size(self) -> int:
+        """Size in bytes (an untyped storage counts bytes)."""
+        return self._nbytes
+
+    def data_ptr(self) -> int:
+        """Device address of the first byte."""
+        return self._allocator.raw.data_ptr(self._handle) if self._allocator else 0
+
+    @property
+    def handle(self):
+        """The raw allocator's handle (numpy array, cl.Buffer, cupy memory, ...)."""
+        return self._handle
+
+    def __len__(self):
+        return self._nbytes
+
+    def __repr__(self):
+        return f"ember.UntypedStorage(nbytes={self._nbytes}, device='{self.device}')"
+
+
+class _StatsMixin:
+    """The fixed statistics schema shared by every allocator."""
+
+    def _init_stats(self):
+        self.stats = dict.fromkeys(STAT_KEYS, 0)
+        self.limit = None  # bytes, from set_per_process_memory_fraction
+
+    def _on_alloc(self, nbytes):
+        s = self.stats
+        cur = s["allocated_bytes.all.current"] + nbytes
+        s["allocated_bytes.all.current"] = cur
+        s["allocated_bytes.all.allocated"] += nbytes
+        if cur > s["allocated_bytes.all.peak"]:
+            s["allocated_bytes.all.peak"] = cur
+        n = s["allocation.all.current"] + 1
+        s["allocation.all.current"] = n
+        s["allocation.all.allocated"] += 1
+        if n > s["allocation.all.peak"]:
+            s["allocation.all.peak"] = n
+
+    def _on_free(self, nbytes):
+        s = self.stats
+        s["allocated_bytes.all.current"] -= nbytes
+        s["allocated_bytes.all.freed"] += nbytes
+        s["allocation.all.current"] -= 1
+        s["allocation.all.freed"] += 1
+
+    def _reserve(self, nbytes):
+        s = self.stats
+        cur = s["reserved_bytes.all.current"] + nbytes
+        s["reserved_bytes.all.current"] = cur
+        s["segment.all.current"] += 1
+        s["num_device_alloc"] += 1
+        if cur > s["reserved_bytes.all.peak"]:
+            s["reserved_bytes.all.peak"] = cur
+
+    def _unreserve(self, nbytes):
+        s = self.stats
+        s["reserved_bytes.all.current"] -= nbytes
+        s["segment.all.current"] -= 1
+        s["num_device_free"] += 1
+
+    def reset_peak_memory_stats(self):
+        s = self.stats
+        s["allocated_bytes.all.peak"] = s["allocated_bytes.all.current"]
+        s["reserved_bytes.all.peak"] = s["reserved_bytes.all.current"]
+        s["allocation.all.peak"] = s["allocation.all.current"]
+
+    def _oom(self, nbytes, cause=None):
+        self.stats["num_ooms"] += 1
+        s = self.stats
+        limit = f" of which the per-process limit is {format_bytes(self.limit)};" if self.limit is not None else ""
+        msg = (f"{self.device_label}: tried to allocate {format_bytes(nbytes)}.{limit} "
+               f"{format_bytes(s['allocated_bytes.all.current'])} is allocated by ember, and "
+               f"{format_bytes(s['reserved_bytes.all.current'])} is reserved by ember.")
+        if cause is not None:
+            msg += f" The device reported: {cause}"
+        return OutOfMemoryError("Allocation failed on " + msg)
+
+
+class DirectAllocator(_StatsMixin):
+    """No cache: every storage gets a fresh raw allocation, freed when the storage dies.
+
+    Used for host memory, where numpy's allocator (with its own small-block cache) is
+    faster than a cache kept in Python. Reports the same statistics schema; reserved
+    equals allocated.
+    """
+
+    def __init__(self, raw, device, device_label=None):
+        self.raw = raw
+        self.device = device
+        self.device_label = device_label or str(device)
+        self._init_stats()
+
+    def malloc(self, nbytes: int, stream=None) -> UntypedStorage:
+        if self.limit is not None and self.stats["allocated_bytes.all.current"] + nbytes > self.limit:
+            raise self._oom(nbytes)
+        try:
+            handle = self.raw.allocate(nbytes, self.device.index or 0)
+        except MemoryError as e:
+            raise self._oom(nbytes, e) from None
+        st = _new(UntypedStorage)
+        st._handle = handle
+        st._nbytes = st._size = nbytes
+        st.device = self.device
+        st._allocator = self
+        st._stream = None
+        s = self.stats
+        cur = s["allocated_bytes.all.current"] + nbytes
+        s["allocated_bytes.all.current"] = s["reserved_bytes.all.current"] = cur
+        s["allocation.all.current"] += 1
+        if cur > s["allocated_bytes.all.peak"]:
+            s["allocated_bytes.all.peak"] = s["reserved_bytes.all.peak"] = cur
+        return st
+
+    def release(self, st: UntypedStorage) -> None:
+        s = self.stats
+        cur = s["allocated_bytes.all.current"] - st._size
+        s["allocated_bytes.all.current"] = s["reserved_bytes.all.current"] = cur
+        s["allocation.all.current"] -= 1
+        self.raw.free(st._handle)
+
+    def empty_cache(self):
+        """Nothing is cached; present so every allocator has the same interface."""
+
+
+class CachingAllocator(_StatsMixin):
+    """Bins sizes, keeps freed blocks for reuse per stream; the core's generic device allocator.
+
+    Sizes under 1 MiB round up to a multiple of 512 bytes, larger ones to a multiple of
+    2 MiB; a freed block is reused only for a request of the same rounded size on the
+    same stream (no block splitting, unlike PyTorch's CUDA allocator). On out-of-memory
+    (the raw allocator raising MemoryError, or the per-process limit) the cache is
+    freed and the allocation retried once before ``OutOfMemoryError`` is raised.
+    """
+
+    SMALL = 1 << 20
+    SMALL_ROUND = 512
+    LARGE_ROUND = 2 << 20
+
+    def __init__(self, raw, device, device_label=None):
+        self.raw = raw
+        self.device = device
+        self.device_label = device_label or str(device)
+        self._free = {}          # (stream, rounded size) -> [handle, ...]
+        self._init_stats()
+
+    @classmethod
+    def round_size(cls, nbytes: int) -> int:
+        r = cls.SMALL_ROUND if nbytes < cls.SMALL else cls.LARGE_ROUND
+        return max(r, (nbytes + r - 1) // r * r)
+
+    def malloc(self, nbytes: int, stream=None) -> UntypedStorage:
+        size = self.round_size(nbytes)
+        pool = self._free.get((stream, size))
+        if pool:
+            handle = pool.pop()
+        else:
+            handle = self._raw_alloc(size)
+        st = _new(UntypedStorage)
+        st._handle = handle
+        st._nbytes = nbytes
+        st._size = size
+        st.device = self.device
+        st._allocator = self
+        st._stream = stream
+        self._on_alloc(size)
+        return st
+
+    def _raw_alloc(self, size):
+        for attempt in (0, 1):
+            over = self.limit is not None and self.stats["reserved_bytes.all.current"] + size > self.limit
+            if not over:
+                try:
+                    handle = self.raw.allocate(size, self.device.index or 0)
+                    self._reserve(size)
+                    return handle
+                except MemoryError as e:
+                    cause = e
+            else:
+                cause = None
+            if attempt == 0:
+                self.stats["num_alloc_retries"] += 1
+                self.empty_cache()
+        raise self._oom(size, cause)
+
+    def release(self, st: UntypedStorage) -> None:
+        self._on_free(st._size)
+        self._free.setdefault((st._stream, st._size), []).append(st._handle)
+
+    def empty_cache(self):
+        """Return every cached (unused) block to the device."""
+        for (stream, size), handles in self._free.items():
+            for h in handles:
+                self.raw.free(h)
+                self._unreserve(size)
+        self._free.clear()

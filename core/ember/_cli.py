@@ -1,0 +1,42 @@
+"""``ember`` command line: ``ember info``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def info(out=sys.stdout) -> int:
+    """Print the plugins found (loaded / failed with the error / disabled), device types and counts."""
+    import ember
+    from ember import _registry, plugins
+    print(f"ember {ember.__version__} (plugin API {plugins.API_VERSION[0]}.{plugins.API_VERSION[1]})", file=out)
+    found = plugins.list()
+    print(f"plugins found: {len(found)}", file=out)
+    for p in found:
+        line = f"  {p.name:<12} {p.status:<9} {p.version:<8} {p.source}"
+        print(line.rstrip(), file=out)
+        if p.error:
+            print(f"      error: {p.error}", file=out)
+    print("device types:", file=out)
+    if not _registry.device_types:
+        print("  (none: pip install ember-cpu)", file=out)
+    for name, dt in _registry.device_types.items():
+        rt = dt.runtime
+        try:
+            count = rt.device_count() if rt.is_available() else 0
+        except Exception as e:  # noqa: BLE001 - info must print whatever it can
+            count = f"error: {e}"
+        print(f"  {name:<12} devices: {count:<4} plugin: {dt.plugin}", file=out)
+    print(f"layouts: {', '.join(sorted(_registry.layouts))}", file=out)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="ember", description="ember: a PyTorch-style tensor framework")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("info", help="show installed plugins, device types and device counts")
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        return info()
+    parser.print_help()
+    return 0

@@ -1,0 +1,308 @@
+"""The dispatcher: operators, their kernel tables, resolution, and the generated entry points.
+
+An operator is declared once (``declare``) with a schema, a meta function and,
+optionally, a composite. Calling it runs
+
+    argument binding (a Python function generated from the schema)
+    -> meta: shape / dtype / device inference and every argument check, on every backend
+    -> autograd layer (the seam for the autograd issue; a pass-through here)
+    -> kernel resolution for the dispatch key (device type, layout, dtype), cached
+    -> output allocation through the device's allocator (structured ops)
+    -> the kernel.
+
+Resolution order for a key, cached per (op, key):
+exact key -> (device, layout, ANY dtype) -> (ANY device, layout, dtype) ->
+(ANY device, layout, ANY dtype) -> the op's composite -> the device type's fallback
+-> NotImplementedError naming the op, the key, the installed plugins and the keys
+that do have kernels.
+"""
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+from ._schema import parse_schema
+
+__all__ = ["ANY", "OpDef", "declare", "ops", "KernelEntry"]
+
+
+class _Any:
+    """Wildcard for a kernel registered for every device type or every dtype."""
+
+    def __repr__(self):
+        return "ANY"
+
+    def __reduce__(self):
+        return "ANY"
+
+
+ANY = _Any()
+
+#: op name -> OpDef
+ops: dict = {}
+
+
+@dataclasses.dataclass
+class KernelEntry:
+    fn: object       # the kernel
+    owner: str       # the library / plugin that registered it
+    priority: int    # a higher priority may override an existing registration
+
+
+class OpDef:
+    """One operator: schema, meta function, kernels per dispatch key, composite.
+
+    ``structured`` ops have a meta function that returns the outputs' shapes and
+    dtypes; the dispatcher allocates them and the kernel writes into ``out``.
+    The same kernel serves ``op``, ``op_`` (out is self) and ``op(out=)``.
+    Free-form ops (data-dependent shapes) return their outputs from the kernel.
+    """
+
+    def __init__(self, schema, meta, structured, composite, inplace, doc, multi_output_type=None):
+        self.schema = parse_schema(schema) if isinstance(schema, str) else schema
+        self.name = self.schema.name
+        self.meta = meta
+        self.structured = structured
+        self.composite = composite
+        self.inplace = inplace
+        self.doc = doc
+        self.kernels = {}      # (device type | ANY, layout name | ANY, dtype | ANY) -> KernelEntry
+        self.cache = {}        # resolved key -> kernel
+        self.sources = {}      # resolved key -> "native" | "composite" | "fallback"
+        self.multi_output_type = multi_output_type
+        self.autograd = None   # set by the autograd layer (autograd issue)
+
+    def __repr__(self):
+        return f"<ember op {self.schema.text}>"
+
+    # ------------------------------------------------------------ registration
+    def register(self, device_type, layout, dtypes, fn, owner, priority=0):
+        """Register ``fn`` for each key; RuntimeError naming both owners on a clash."""
+        dtypes = [ANY] if dtypes is None or dtypes is ANY else list(dtypes)
+        keys = [(device_type, layout, d) for d in dtypes]
+        for key in keys:
+            old = self.kernels.get(key)
+            if old is not None and old.priority >= priority and old.fn is not fn:
+                raise RuntimeError(
+                    f"kernel for op '{self.name}' at key {_fmt_key(key)} is registered twice: by "
+                    f"'{old.owner}' and by '{owner}'. Declare a higher priority in one of them to override.")
+        undo = []
+        for key in keys:
+            undo.append((key, self.kernels.get(key)))
+            self.kernels[key] = KernelEntry(fn, owner, priority)
+        invalidate_caches()
+
+        def rollback():
+            for key, old in reversed(undo):
+                if old is None:
+                    self.kernels.pop(key, None)
+                else:
+                    self.kernels[key] = old
+            invalidate_caches()
+        return rollback
+
+    # ------------------------------------------------------------ resolution
+    def resolve(self, key):
+        """The kernel for ``key`` = (device type, layout name, dtype), by the documented order."""
+        dev, lay, dt = key
+        k = self.kernels
+        for probe in ((dev, lay, dt), (dev, lay, ANY), (ANY, lay, dt), (ANY, lay, ANY)):
+            e = k.get(probe)
+            if e is not None:
+                self.cache[key] = e.fn
+                self.sources[key] = "native"
+                return e.fn
+        if self.composite is not None:
+            self.cache[key] = self.composite
+            self.sources[key] = "composite"
+            return self.composite
+        from . import _registry
+        _registry.ensure_loaded()
+        dtype_ = _registry.device_types.get(dev)
+        if dtype_ is not None and dtype_.fallback is not None:
+            fn = _make_fallback(self, key, dtype_.fallback)
+            self.cache[key] = fn
+            self.sources[key] = "fallback"
+            return fn
+        if dtype_ is None and dev is not ANY:
+            raise _registry.not_available(dev)
+        raise NotImplementedError(self._missing_message(key))
+
+    def source(self, key) -> str:
+        """Where ``key`` resolves: 'native', 'composite', 'fallback' or 'missing'."""
+        try:
+            self.resolve(key)
+        except (NotImplementedError, RuntimeError):
+            return "missing"
+        return self.sources[key]
+
+    def _missing_message(self, key):
+        from . import plugins
+        have = sorted(_fmt_key(k) for k in self.kernels) or ["none"]
+        loaded = ", ".join(p.name for p in plugins.list() if p.status == "loaded") or "none"
+        return (f"Could not run '{self.name}' with arguments from the {_fmt_key(key)} key: no kernel is "
+                f"registered for it, and it has no composite or fallback. Installed plugins: [{loaded}]. "
+                f"Keys with kernels for '{self.name}': [{', '.join(have)}].")
+
+
+def _fmt_key(key):
+    dev, lay, dt = key
+    name = lambda x: "ANY" if x is ANY else getattr(x, "name", x)
+    return f"({name(dev)}, {name(lay)}, {name(dt)})"
+
+
+_fallback_warned = set()
+
+
+def _make_fallback(op, key, fallback):
+    def run_fallback(*args, **kwargs):
+        if op.name not in _fallback_warned:
+            _fallback_warned.add(op.name)
+            warnings.warn(f"ember: '{op.name}' has no kernel for {_fmt_key(key)}; running it through the "
+                          f"'{key[0]}' device's fallback (slow). This warning is shown once per op.",
+                          stacklevel=3)
+        from . import profiler
+        profiler._count_fallback(op.name)
+        return fallback(op, args, kwargs)
+    return run_fallback
+
+
+_generation = [0]
+
+
+def invalidate_caches():
+    """Drop every resolved-kernel cache (after any registration or removal)."""
+    for op in ops.values():
+        op.cache.clear()
+        op.sources.clear()
+    for c in _META_CACHES:
+        c.clear()
+    _generation[0] += 1
+
+
+#: meta functions that memoise results (they hold kernels) register their caches here
+_META_CACHES: list = []
+
+
+# ---------------------------------------------------------------- code generation
+def _signature(schema, out_param):
+    parts, star = [], False
+    for a in schema.arguments:
+        if a.kwarg_only and not star:
+            parts.append("*")
+            star = True
+        parts.append(f"{a.name}={a.name}_default" if a.has_default else a.name)
+    if out_param:
+        if not star:
+            parts.append("*")
+        parts.append("out=None")
+    return ", ".join(parts)
+
+
+def _call_args(schema):
+    return ", ".join(a.name if not a.kwarg_only else f"{a.name}={a.name}" for a in schema.arguments)
+
+
+_TEMPLATE_STRUCTURED = """
+def {name}({sig}):
+    device, key, shape, dtype = _meta({args})
+    kernel = _cache.get(key) or _resolve(key)
+    if out is None:
+        out = _empty(shape, dtype, device)
+    else:
+        out = _check_out(_op, out, shape, dtype, device)
+    kernel({args}, out=out)
+    return out
+"""
+
+_TEMPLATE_STRUCTURED_MULTI = """
+def {name}({sig}):
+    device, key, specs = _meta({args})
+    kernel = _cache.get(key) or _resolve(key)
+    if out is None:
+        out = tuple(_empty(s, d, device) for s, d in specs)
+    else:
+        out = _check_outs(_op, out, specs, device)
+    kernel({args}, out=out)
+    return _result(*out)
+"""
+
+_TEMPLATE_INPLACE = """
+def {name}_({sig}):
+    device, key, shape, dtype = _meta({args})
+    _check_inplace(_op, {first}, shape, dtype, device)
+    kernel = _cache.get(key) or _resolve(key)
+    kernel({args}, out={first})
+    _bump({first})
+    return {first}
+"""
+
+_TEMPLATE_FREEFORM = """
+def {name}({sig}):
+    device, key = _meta({args})
+    kernel = _cache.get(key) or _resolve(key)
+    return kernel({args})
+"""
+
+
+def declare(schema: str, meta, *, structured=True, composite=None, inplace=False, doc=None,
+            multi_output_type=None):
+    """Declare an operator and return its generated functional entry point.
+
+    :param schema: the op's schema text.
+    :param meta: ``meta(*args) -> (device, key, shape, dtype)`` for single-output
+        structured ops, ``(device, key, ((shape, dtype), ...))`` for multi-output ones,
+        ``(device, key)`` for free-form ones. It performs every argument check.
+    :param structured: kernels write into preallocated ``out`` tensors.
+    :param composite: a kernel written with other ember ops, used when a key has no
+        native kernel (same signature as the kernel).
+    :param inplace: also generate ``name_`` (the in-place method variant).
+    :returns: the functional entry point; ``OpDef`` is reachable as ``fn._op``.
+    """
+    op = OpDef(schema, meta, structured, composite, inplace, doc, multi_output_type)
+    if op.name in ops:
+        raise RuntimeError(f"op '{op.name}' is declared twice")
+    ops[op.name] = op
+    from . import _factory
+    ns = {
+        "_meta": meta, "_cache": op.cache, "_resolve": op.resolve, "_op": op,
+        "_empty": _factory.empty_on, "_check_out": _factory.check_out, "_check_outs": _factory.check_outs,
+        "_check_inplace": _factory.check_inplace, "_bump": _factory.bump_version,
+        "_result": multi_output_type,
+    }
+    for a in op.schema.arguments:
+        if a.has_default:
+            ns[f"{a.name}_default"] = a.default
+    args = _call_args(op.schema)
+    multi = len(op.schema.returns) > 1
+    if structured:
+        template = _TEMPLATE_STRUCTURED_MULTI if multi else _TEMPLATE_STRUCTURED
+        src = template.format(name=op.name, sig=_signature(op.schema, True), args=args)
+    else:
+        src = _TEMPLATE_FREEFORM.format(name=op.name, sig=_signature(op.schema, False), args=args)
+    exec(compile(src, f"<ember op {op.name}>", "exec"), ns)
+    fn = ns[op.name]
+    fn._op = op
+    fn.__doc__ = doc
+    fn.__qualname__ = op.name
+    fn.__module__ = "ember"
+    if inplace:
+        src = _TEMPLATE_INPLACE.format(name=op.name, sig=_signature(op.schema, False), args=args,
+                                       first=op.schema.arguments[0].name)
+        exec(compile(src, f"<ember op {op.name}_>", "exec"), ns)
+        fn_ = ns[op.name + "_"]
+        fn_._op = op
+        fn_.__qualname__ = op.name + "_"
+        fn_.__doc__ = f"In-place version of :func:`{op.name}`."
+        fn.inplace = fn_
+    return fn
+
+
+def lookup(name: str) -> OpDef:
+    """The OpDef for ``name`` (an overload suffix such as ``add.out`` is accepted)."""
+    base = name.split(".")[0]
+    try:
+        return ops[base]
+    except KeyError:
+        raise ValueError(f"unknown op '{name}': no op of that name is declared "
+                         f"(ember.library.Library.define declares new ones)") from None

@@ -1,0 +1,175 @@
+"""copy_, fill_, clone, to and the dtype-conversion methods.
+
+``copy_`` is the one kernel views need (contiguous, clone, .to all use it): a strided
+copy within a device, with broadcasting of ``src`` and any dtype conversion. A copy
+between two device types goes through host memory (each runtime's ``to_numpy`` /
+``from_numpy``) unless a plugin registers a direct kernel.
+"""
+from __future__ import annotations
+
+import numbers
+
+from .. import _dtype as D, _registry
+from .._device import device as _device_cls
+from .._dispatch import declare
+from .._factory import empty_on, bump_version
+from .._tensor import Tensor
+from ._meta import broadcast_shapes, check_tensor
+
+__all__ = ["copy_", "fill_", "clone", "to"]
+
+
+def _copy_meta(self, src, non_blocking=False):
+    check_tensor(self, "copy_", "self")
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
+    if src._shape != self._shape:
+        if broadcast_shapes(self._shape, src._shape) != self._shape:
+            raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
+                               f"shape [{', '.join(map(str, broadcast_shapes(self._shape, src._shape)))}]")
+    return self._device, (self._device.type, self._layout.name, self._dtype)
+
+
+_copy_op = declare("copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", _copy_meta,
+                   structured=False, doc="Copy ``src`` (broadcast, any dtype) into self, in place.")
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy ``src`` into ``self`` in place, broadcasting and converting dtype (matches torch.Tensor.copy_).
+
+    ``src`` may be on another device; the copy then goes through host memory.
+    RuntimeError when ``src`` does not broadcast to self's shape; nothing is written then.
+    """
+    if isinstance(src, Tensor) and src._device is not self._device and src._device != self._device:
+        _copy_meta(self, src)
+        host = _registry.device_type(src._device.type).runtime.to_numpy(src)
+        if src._shape != self._shape:
+            import numpy as np
+            host = np.broadcast_to(host, self._shape)
+        host = host.astype(self._dtype.numpy_dtype, copy=False)
+        _registry.device_type(self._device.type).runtime.from_numpy(self, host)
+        bump_version(self)
+        return self
+    _copy_op(self, src, non_blocking)
+    bump_version(self)
+    return self
+
+
+def _fill_meta(self, value):
+    check_tensor(self, "fill_", "self")
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.dim()} dimensions.")
+    elif not isinstance(value, numbers.Number):
+        raise TypeError(f"fill_(): argument 'value' must be Number, not {type(value).__name__}")
+    return self._device, (self._device.type, self._layout.name, self._dtype)
+
+
+_fill_op = declare("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", _fill_meta, structured=False,
+                   doc="Fill self with ``value``, in place.")
+
+
+def fill_(self, value):
+    """Fill with ``value`` (a number or a 0-dim tensor), in place (matches torch.Tensor.fill_)."""
+    if isinstance(value, Tensor):
+        value = value.item()
+    _fill_op(self, value)
+    bump_version(self)
+    return self
+
+
+def zero_(self):
+    """Fill with zeros, in place."""
+    return fill_(self, 0)
+
+
+def clone(input, *, memory_format=None):
+    """A contiguous copy with its own storage (matches torch.clone)."""
+    check_tensor(input, "clone")
+    out = empty_on(input._shape, input._dtype, input._device)
+    _copy_op(out, input, False)
+    return out
+
+
+def _parse_to(args, kwargs):
+    dev = dtype = None
+    copy = kwargs.pop("copy", False)
+    non_blocking = kwargs.pop("non_blocking", False)
+    kwargs.pop("memory_format", None)
+    for a in args:
+        if isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dev, dtype = a._device, a._dtype
+        elif isinstance(a, (str, _device_cls, int)) and not isinstance(a, bool):
+            dev = a
+        elif isinstance(a, bool):
+            non_blocking = a
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments - got ({type(a).__name__})")
+    if "dtype" in kwargs:
+        dtype = kwargs.pop("dtype")
+    if "device" in kwargs:
+        dev = kwargs.pop("device")
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if dev is not None:
+        dev = _registry.canonical_device(dev if not isinstance(dev, int) else _device_cls(_registry.default_accelerator_type(), dev))
+    return dev, dtype, copy, non_blocking
+
+
+def to(self, *args, **kwargs):
+    """This tensor on another device and/or dtype; self when nothing changes and copy=False.
+
+    Accepts ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``, and the
+    keywords device, dtype, non_blocking, copy (matches torch.Tensor.to).
+    """
+    dev, dtype, copy, non_blocking = _parse_to(args, dict(kwargs))
+    dev = dev or self._device
+    dtype = dtype or self._dtype
+    if dev is self._device and dtype is self._dtype and not copy:
+        return self
+    out = empty_on(self._shape, dtype, dev)
+    copy_(out, self, non_blocking)
+    out._vc = None
+    if self._requires_grad:
+        from .. import _autograd_seam
+        _autograd_seam.on_view(self, out)
+    return out
+
+
+def _bind():
+    T = Tensor
+    T.copy_ = copy_
+    T.fill_ = fill_
+    T.zero_ = zero_
+    T.clone = clone
+    T.to = to
+    T.cpu = lambda self: to(self, "cpu")
+    T.cuda = lambda self, device=None, non_blocking=False: to(
+        self, _device_cls("cuda", device) if isinstance(device, int) else (device or "cuda"), non_blocking=non_blocking)
+    for name, dt in (("float", D.float32), ("double", D.float64), ("half", D.float16), ("bfloat16", D.bfloat16),
+                     ("long", D.int64), ("int", D.int32), ("short", D.int16), ("char", D.int8), ("byte", D.uint8),
+                     ("bool", D.bool), ("cfloat", D.complex64), ("cdouble", D.complex128)):
+        def conv(self, memory_format=None, _dt=dt):
+            return to(self, _dt)
+        conv.__name__ = name
+        conv.__doc__ = f"``self.to(ember.{dt.name})``."
+        setattr(T, name, conv)
+
+    def type_(self, dtype=None, non_blocking=False):
+        """With no argument, the type name ('ember.FloatTensor'); else ``to(dtype)``."""
+        if dtype is None:
+            return f"ember.{D.torch_name(self._dtype)}Tensor" if self._device.type == "cpu" else \
+                f"ember.{self._device.type}.{D.torch_name(self._dtype)}Tensor"
+        if isinstance(dtype, str):
+            name = dtype.split(".")[-1].replace("Tensor", "")
+            inv = {v: k for k, v in D._TORCH_NAMES.items()}
+            dtype = D._BY_NAME[inv[name]]
+        return to(self, dtype)
+    T.type = type_
+    T.type_as = lambda self, other: to(self, other._dtype)
+
+
+_bind()

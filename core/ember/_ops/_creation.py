@@ -1,0 +1,268 @@
+"""Creation ops: tensor, as_tensor, from_numpy, empty, zeros, ones, full, arange, linspace,
+logspace, eye, the *_like forms (match the torch functions of the same names).
+
+Host data (Python lists, numpy arrays) is converted on the host with numpy and
+written to the device through its runtime's ``from_numpy``. Sequence ops (arange,
+linspace, logspace, eye) have kernels per device.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+
+import numpy as np
+
+from .. import _dtype as D, _registry
+from .._dispatch import declare
+from .._factory import empty_on, contiguous_strides
+from .._tensor import Tensor, _size_args
+from ._copy import fill_, copy_
+
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "empty", "empty_strided", "zeros", "ones", "full",
+           "empty_like", "zeros_like", "ones_like", "full_like", "arange", "linspace", "logspace", "eye",
+           "frombuffer_bytes", "scalar_tensor"]
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _device(device):
+    return _registry.canonical_device(device)
+
+
+def _infer_dtype(data, arr):
+    """The dtype torch.tensor gives ``data`` (Python floats -> the default dtype)."""
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        return D.from_numpy_dtype(arr.dtype)
+    k = arr.dtype.kind
+    if k == "b":
+        return D.bool
+    if k in "iu":
+        return D.int64
+    if k == "f":
+        return D.get_default_dtype()
+    if k == "c":
+        return D.default_complex_dtype()
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _to_host(data):
+    if isinstance(data, Tensor):
+        return data._host()
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
+        return np.array([_to_host(x) for x in data])
+    try:
+        arr = np.asarray(data)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"could not convert the data to a tensor: {e}") from None
+    if arr.dtype == object:
+        bad = next((type(x).__name__ for x in np.ravel(arr) if not isinstance(x, numbers.Number)), "object")
+        raise TypeError(f"new(): invalid data type '{bad}'" if bad != "object" else
+                        "expected a sequence of numbers with a consistent shape")
+    return arr
+
+
+def _from_host(arr, dtype, device):
+    arr = np.ascontiguousarray(arr, dtype=dtype.numpy_dtype)
+    t = empty_on(tuple(arr.shape), dtype, device)
+    if arr.size:
+        _registry.device_type(device.type).runtime.from_numpy(t, arr)
+    return t
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of ``data`` (nested sequences of numbers, numpy arrays,
+    tensors). dtype is inferred as PyTorch does: Python floats -> the default dtype, ints
+    -> int64, bools -> bool. Matches torch.tensor."""
+    arr = _to_host(data)
+    dtype = dtype or (data._dtype if isinstance(data, Tensor) else _infer_dtype(data, arr))
+    return _finish(_from_host(arr, dtype, _device(device)), requires_grad)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    return tensor(s, dtype=dtype or D.get_default_dtype(), device=device, requires_grad=requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like ``tensor`` but shares memory where it can (a tensor, or a numpy array on cpu)."""
+    if isinstance(data, Tensor):
+        return data.to(device=device or data._device, dtype=dtype or data._dtype)
+    dev = _device(device)
+    if isinstance(data, np.ndarray) and _registry.device_type(dev.type).runtime.host_memory:
+        t = from_numpy(data)
+        return t if dtype is None or dtype is t._dtype else t.to(dtype)
+    return tensor(data, dtype=dtype, device=dev)
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray):
+    """A cpu tensor sharing ``ndarray``'s memory (matches torch.from_numpy).
+
+    TypeError for an unsupported numpy dtype; ValueError for negative strides (as PyTorch).
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dtype = D.from_numpy_dtype(ndarray.dtype)
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a "
+                         "copy of your array with array.copy().) ")
+    isz = ndarray.itemsize
+    if any(s % isz for s in ndarray.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array "
+                         "to reallocate the memory.")
+    cpu = _device("cpu")
+    rt = _registry.device_type("cpu").runtime
+    return rt.wrap_numpy(ndarray, dtype, cpu)
+
+
+def frombuffer_bytes(raw: bytes):
+    """A uint8 cpu tensor holding a copy of ``raw``."""
+    return from_numpy(np.frombuffer(bytes(raw), dtype=np.uint8).copy())
+
+
+def _factory_args(size, dtype, device, name):
+    shape = _size_args(size, name)
+    if any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
+                           f"[{', '.join(map(str, shape))}]")
+    return shape, dtype or D.get_default_dtype(), _device(device)
+
+
+def empty(*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None,
+          out=None):
+    """An uninitialised tensor of ``size`` (matches torch.empty)."""
+    shape, dtype, dev = _factory_args(size, dtype, device, "empty")
+    return _finish(empty_on(shape, dtype, dev), requires_grad)
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """An uninitialised tensor with the given size and strides (matches torch.empty_strided)."""
+    shape, dtype, dev = _factory_args(size, dtype, device, "empty_strided")
+    stride = tuple(int(s) for s in stride)
+    if len(stride) != len(shape):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    extent = 1 + builtins.sum((n - 1) * s for n, s in zip(shape, stride)) if math.prod(shape) else 0
+    base = empty_on((extent,), dtype, dev)
+    t = base.as_strided(shape, stride, 0)
+    t._base = None
+    return _finish(t, requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """A tensor of ``size`` filled with ``fill_value``; dtype inferred from the value as PyTorch does."""
+    if dtype is None:
+        dtype = D.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value._dtype
+    shape, dtype, dev = _factory_args((size,) if isinstance(size, int) else size, dtype, device, "full")
+    return _finish(fill_(empty_on(shape, dtype, dev), fill_value), requires_grad)
+
+
+def zeros(*size, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """A tensor of zeros (matches torch.zeros)."""
+    shape, dtype, dev = _factory_args(size, dtype, device, "zeros")
+    return _finish(fill_(empty_on(shape, dtype, dev), 0), requires_grad)
+
+
+def ones(*size, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """A tensor of ones (matches torch.ones)."""
+    shape, dtype, dev = _factory_args(size, dtype, device, "ones")
+    return _finish(fill_(empty_on(shape, dtype, dev), 1), requires_grad)
+
+
+def _like(input, dtype, device):
+    return input._shape, dtype or input._dtype, _device(device) if device is not None else input._device
+
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, dtype, dev = _like(input, dtype, device)
+    return _finish(empty_on(shape, dtype, dev), requires_grad)
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, dtype, dev = _like(input, dtype, device)
+    return _finish(fill_(empty_on(shape, dtype, dev), 0), requires_grad)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, dtype, dev = _like(input, dtype, device)
+    return _finish(fill_(empty_on(shape, dtype, dev), 1), requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    shape, dtype, dev = _like(input, dtype, device)
+    return _finish(fill_(empty_on(shape, dtype, dev), fill_value), requires_grad)
+
+
+# ---------------------------------------------------------------- sequences (kernels per device)
+def _seq_meta(*args):
+    dtype, device = args[-2], args[-1]
+    n = args[-3] if isinstance(args[-3], int) else None
+    return device, (device.type, "strided", dtype), (n,), dtype
+
+
+def _arange_meta(start, end, step, size, dtype, device):
+    return device, (device.type, "strided", dtype), (size,), dtype
+
+
+_arange = declare("arange(Scalar start, Scalar end, Scalar step, int size, ScalarType dtype, Device device) -> Tensor",
+                  _arange_meta, doc="kernel entry for ember.arange")
+
+
+def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """Values from ``start`` to ``end`` (exclusive) every ``step`` (matches torch.arange).
+
+    dtype: int64 when all of start/end/step are integers, else the default dtype.
+    RuntimeError for step == 0 or a step of the wrong sign.
+    """
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        dtype = D.int64 if all(isinstance(v, int) for v in vals) else D.get_default_dtype()
+    size = builtins.max(math.ceil((end - start) / step), 0)
+    return _finish(_arange(start, end, step, size, dtype, _device(device), out=out), requires_grad)
+
+
+_linspace = declare("linspace(Scalar start, Scalar end, int steps, float base, ScalarType dtype, Device device) -> Tensor",
+                    lambda start, end, steps, base, dtype, device: (device, (device.type, "strided", dtype), (steps,), dtype),
+                    doc="kernel entry for ember.linspace / logspace (base 0 means linear)")
+
+
+def linspace(start, end, steps, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (matches torch.linspace)."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return _finish(_linspace(start, end, int(steps), 0.0, dtype or D.get_default_dtype(), _device(device), out=out),
+                   requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """``base ** linspace(start, end, steps)`` (matches torch.logspace)."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return _finish(_linspace(start, end, int(steps), float(base), dtype or D.get_default_dtype(), _device(device),
+                             out=out), requires_grad)
+
+
+_eye = declare("eye(int n, int m, ScalarType dtype, Device device) -> Tensor",
+               lambda n, m, dtype, device: (device, (device.type, "strided", dtype), (n, m), dtype),
+               doc="kernel entry for ember.eye")
+
+
+def eye(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """An n x m identity matrix (matches torch.eye)."""
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n if n < 0 else m}")
+    return _finish(_eye(n, m, dtype or D.get_default_dtype(), _device(device), out=out), requires_grad)

@@ -1,0 +1,125 @@
+"""ember.Generator and the global seeding functions (match torch.Generator, torch.manual_seed).
+
+A generator belongs to one device; its state object comes from that device's runtime
+(``DeviceRuntime.new_generator_state``), created lazily, and random kernels draw
+from it. ``ember.manual_seed`` seeds the default generator of every device.
+"""
+from __future__ import annotations
+
+import random as _pyrandom
+
+from . import _registry
+
+__all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
+           "default_generator"]
+
+DEFAULT_SEED = 67280421310721  # PyTorch's default seed
+
+
+class Generator:
+    """A random number generator on one device (matches torch.Generator).
+
+    ``manual_seed(seed)`` returns self; ``initial_seed()``; ``seed()`` picks a
+    non-deterministic seed; ``get_state()`` / ``set_state(t)`` round-trip the state as
+    a uint8 cpu tensor. Raises RuntimeError for a negative or too-large seed.
+    """
+
+    def __init__(self, device="cpu"):
+        self.device = _registry.canonical_device(device)
+        self._seed = DEFAULT_SEED
+        self._state = None
+
+    @property
+    def state(self):
+        """The device runtime's state object (created on first use)."""
+        if self._state is None:
+            rt = _registry.device_type(self.device.type).runtime
+            self._state = rt.new_generator_state(self._seed, self.device.index or 0)
+        return self._state
+
+    def manual_seed(self, seed) -> "Generator":
+        seed = int(seed)
+        if seed < -(1 << 63) or seed >= (1 << 64):
+            raise RuntimeError(f"Overflow when unpacking long long int: seed {seed} is out of range")
+        self._seed = seed % (1 << 64)
+        self._state = None
+        return self
+
+    def seed(self) -> int:
+        s = _pyrandom.SystemRandom().getrandbits(63)
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self):
+        from . import _ops
+        raw = self.state.get_state()
+        return _ops.frombuffer_bytes(raw)
+
+    def set_state(self, new_state) -> "Generator":
+        self.state.set_state(bytes(new_state.numpy().tobytes()))
+        return self
+
+    def __repr__(self):
+        return f"<ember.Generator object, device={self.device}>"
+
+
+def _default(device="cpu"):
+    dev = _registry.canonical_device(device)
+    return _registry.device_type(dev.type).generator(dev)
+
+
+class _DefaultGenerator:
+    """``ember.default_generator``: the cpu device's default generator, resolved on use."""
+
+    def __getattr__(self, name):
+        return getattr(_default("cpu"), name)
+
+    def __repr__(self):
+        return "<ember default cpu Generator>"
+
+
+default_generator = _DefaultGenerator()
+
+
+def manual_seed(seed) -> Generator:
+    """Seed the default generator of every device (matches torch.manual_seed); returns cpu's."""
+    _registry.ensure_loaded()
+    for name, dt in _registry.device_types.items():
+        if dt.runtime.is_available():
+            for i in range(max(dt.runtime.device_count(), 1) if dt.runtime.indexed else 1):
+                from ._device import device
+                dt.generator(device(name, i) if dt.runtime.indexed else device(name)).manual_seed(seed)
+    return _default("cpu")
+
+
+def seed() -> int:
+    """Seed every device with a non-deterministic seed; return it."""
+    s = _pyrandom.SystemRandom().getrandbits(63)
+    manual_seed(s)
+    return s
+
+
+def initial_seed() -> int:
+    return _default("cpu").initial_seed()
+
+
+def get_rng_state():
+    """The cpu default generator's state as a uint8 tensor."""
+    return _default("cpu").get_state()
+
+
+def set_rng_state(new_state) -> None:
+    _default("cpu").set_state(new_state)
+
+
+def resolve(generator, device):
+    """The generator a random op on ``device`` uses: the given one (checked) or the device default."""
+    if generator is None:
+        return _registry.device_type(device.type).generator(device)
+    if generator.device.type != device.type:
+        raise RuntimeError(f"Expected a '{device.type}' device type for generator but found "
+                           f"'{generator.device.type}'")
+    return generator

@@ -1,0 +1,172 @@
+"""What plugins registered: device types and their runtimes, allocators, layouts, dtypes.
+
+The plugin manager (``ember.plugins``) fills this in through ``ember_register`` hooks;
+nothing here imports a plugin. Discovery is lazy: the first lookup that needs a
+device type calls ``ember.plugins.ensure_loaded()``.
+"""
+from __future__ import annotations
+
+import types
+
+from ._device import device, layout, strided
+
+__all__ = ["DeviceType", "device_type", "layouts", "default_device"]
+
+#: device type name -> DeviceType
+device_types: dict = {}
+#: layout name -> layout
+layouts: dict = {"strided": strided}
+
+# pip package that provides a device type, for the "not available" message
+KNOWN_PACKAGES = {"cpu": "ember-cpu", "cuda": "ember-cuda[cuda12]", "opencl": "ember-opencl[pocl]"}
+
+_loaded = False
+
+
+def ensure_loaded():
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from . import plugins
+        plugins._autoload()
+
+
+class DeviceType:
+    """One registered device type: its runtime, its allocators (one per index), its module."""
+
+    def __init__(self, name, runtime, plugin, caching_allocator):
+        self.name = name
+        self.runtime = runtime
+        self.plugin = plugin
+        self.caching_allocator = caching_allocator
+        self.allocators = {}
+        self.generators = {}
+        self.module = None
+        self.fallback = None
+
+    def allocator(self, dev: device):
+        try:
+            return self.allocators[dev.index]
+        except KeyError:
+            pass
+        from ._allocator import CachingAllocator, DirectAllocator
+        cls = CachingAllocator if self.caching_allocator else DirectAllocator
+        a = self.allocators[dev.index] = cls(self.runtime, dev, device_label=str(dev).upper().replace("CPU", "CPU"))
+        return a
+
+    def generator(self, dev: device):
+        try:
+            return self.generators[dev.index]
+        except KeyError:
+            from ._random_state import Generator
+            g = self.generators[dev.index] = Generator(dev)
+            return g
+
+
+def not_available(name: str) -> RuntimeError:
+    pkg = KNOWN_PACKAGES.get(name, f"ember-{name}")
+    from . import plugins
+    failed = plugins._failed_for_device(name)
+    extra = f" (a plugin for it failed to load: {failed})" if failed else ""
+    return RuntimeError(f"device type '{name}' is not available: pip install {pkg}{extra}")
+
+
+def device_type(name: str) -> DeviceType:
+    """The DeviceType registered for ``name``; RuntimeError naming the package to install."""
+    try:
+        return device_types[name]
+    except KeyError:
+        ensure_loaded()
+        try:
+            return device_types[name]
+        except KeyError:
+            raise not_available(name) from None
+
+
+# ---------------------------------------------------------------- default device
+_default_stack: list = []
+_default_device = None
+
+
+def default_device() -> device:
+    """The device factories use when none is given: ``ember.set_default_device``, else cpu."""
+    if _default_stack:
+        return _default_stack[-1]
+    return _default_device or _CPU
+
+
+_CPU = device("cpu")
+
+
+def set_default_device(dev) -> None:
+    global _default_device
+    _default_device = None if dev is None else canonical_device(dev)
+
+
+def push_default_device(dev):
+    _default_stack.append(canonical_device(dev))
+
+
+def pop_default_device():
+    _default_stack.pop()
+
+
+def canonical_device(dev) -> device:
+    """A device with its index filled in (the device type's current device) where the type is indexed."""
+    if dev is None:
+        return default_device()
+    if not isinstance(dev, device):
+        dev = device(dev)
+    if dev.index is None:
+        dt = device_type(dev.type)
+        if dt.runtime.indexed:
+            return device(dev.type, dt.runtime.current_device())
+        return dev
+    if dev.type == "cpu" and dev.index == 0:
+        return _CPU
+    dt = device_type(dev.type)
+    if dt.runtime.indexed:
+        n = dt.runtime.device_count()
+        if dev.index >= n:
+            raise RuntimeError(f"Invalid device ordinal {dev}: {n} {dev.type} device(s) available")
+    return dev
+
+
+def default_accelerator_type() -> str:
+    ensure_loaded()
+    for name, dt in device_types.items():
+        if name != "cpu" and dt.runtime.is_available():
+            return name
+    return "cpu"
+
+
+# ---------------------------------------------------------------- device modules
+_MISSING_MODULES: dict = {}
+
+
+def missing_device_module(name: str) -> types.ModuleType:
+    """``ember.cuda`` when no plugin provides 'cuda': is_available() is False,
+    device_count() is 0, anything else raises the not-available error (as a CPU-only
+    PyTorch build answers torch.cuda)."""
+    mod = _MISSING_MODULES.get(name)
+    if mod is None:
+        mod = _MissingDeviceModule(f"ember.{name}")
+        mod._device_type = name
+        _MISSING_MODULES[name] = mod
+    return mod
+
+
+class _MissingDeviceModule(types.ModuleType):
+    def is_available(self):
+        return False
+
+    def device_count(self):
+        return 0
+
+    def is_initialized(self):
+        return False
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise not_available(self._device_type)

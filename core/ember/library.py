@@ -1,0 +1,319 @@
+"""The public registration API: what a plugin - ours or a vendor's - uses to extend ember.
+
+- ``DeviceRuntime``: the runtime primitives a device type must supply.
+- ``Registry``: handed to ``ember_register(registry)``; registers device types, layouts,
+  dtypes and fallbacks, all-or-nothing.
+- ``Library``: registers kernels for existing ops per dispatch key (``impl``) and
+  declares new ops in the plugin's own namespace (``define``), as torch.library does.
+"""
+from __future__ import annotations
+
+import types
+
+from . import _dispatch, _registry
+from ._dispatch import ANY
+from ._device import layout as _layout_cls, device as _device_cls
+from ._dtype import dtype as _dtype_cls, ALL_DENSE, FLOATING, INTEGRAL, COMPLEX
+
+__all__ = ["DeviceRuntime", "Registry", "Library", "ANY", "ALL_DENSE", "FLOATING", "INTEGRAL", "COMPLEX",
+           "register_autograd", "cpu_fallback"]
+
+
+class DeviceRuntime:
+    """The runtime primitives of one device type; subclass it in a device plugin.
+
+    Everything a device must supply is grouped here, each failing loudly when missing.
+    Compute kernels are registered separately, per op, through ``Library.impl``; the
+    vendor guide (docs/vendor-guide.md) lists the primitive op set.
+    """
+
+    #: the device type name ("cpu", "cuda", "npu")
+    name: str = ""
+    #: whether devices of this type carry an index (cuda:0); cpu has none
+    indexed: bool = True
+    #: whether storage handles are host memory that numpy can view without a copy
+    host_memory: bool = False
+    #: the services this runtime provides beyond the basics ("streams", "pinned_memory", ...)
+    services: frozenset = frozenset()
+
+    # -- discovery -------------------------------------------------------
+    def is_available(self) -> bool:
+        """Whether at least one device of this type can be used (must not raise)."""
+        return self.device_count() > 0
+
+    def device_count(self) -> int:
+        raise NotImplementedError(f"{self.name}: need device_count")
+
+    def current_device(self) -> int:
+        return getattr(self, "_current", 0)
+
+    def set_device(self, index: int) -> None:
+        if not 0 <= index < self.device_count():
+            raise RuntimeError(f"Invalid device ordinal {self.name}:{index}")
+        self._current = index
+
+    def get_device_name(self, index: int) -> str:
+        return f"{self.name}:{index}"
+
+    def synchronize(self, index: int) -> None:
+        """Wait for all work queued on device ``index``."""
+        raise NotImplementedError(f"{self.name}: need synchronize")
+
+    # -- memory (raw; the core's allocator caches on top) -------------------
+    def allocate(self, nbytes: int, device_index: int):
+        """Allocate ``nbytes`` on device ``device_index``; return an opaque handle.
+        Raise MemoryError when the device is out of memory (the core then frees its cache and retries)."""
+        raise NotImplementedError(f"{self.name}: need allocate")
+
+    def free(self, handle) -> None:
+        raise NotImplementedError(f"{self.name}: need free")
+
+    def data_ptr(self, handle) -> int:
+        """The device address of a handle (for ``data_ptr()`` and DLPack)."""
+        return id(handle)
+
+    # -- host transfers ------------------------------------------------------
+    def to_numpy(self, tensor):
+        """A numpy array with ``tensor``'s shape and values (a view where ``host_memory``)."""
+        raise NotImplementedError(f"{self.name}: need to_numpy")
+
+    def from_numpy(self, tensor, array) -> None:
+        """Write the numpy ``array`` (same shape, dtype) into the strided ``tensor``."""
+        raise NotImplementedError(f"{self.name}: need from_numpy")
+
+    # -- random numbers --------------------------------------------------------
+    def new_generator_state(self, seed: int, device_index: int):
+        """A fresh random state seeded with ``seed``; kernels for rand/randn/... use it."""
+        raise NotImplementedError(f"{self.name}: need new_generator_state (random numbers)")
+
+    # -- the device module (ember.<name>) ------------------------------------
+    def module_extras(self) -> dict:
+        """Extra names for the device module (Stream, Event, get_device_properties, ...)."""
+        return {}
+
+
+class Registry:
+    """What ``ember_register(registry)`` receives: registration bound to one plugin.
+
+    Registrations are staged and take effect together when the hook returns; if the
+    hook raises, none of them is kept.
+    """
+
+    def __init__(self, plugin: str):
+        self.plugin = plugin
+        self._staged = []    # callables that apply a registration and return its undo
+        self._undo = []
+        self._libraries = []
+
+    def register_device_type(self, name: str, runtime: DeviceRuntime, *, caching_allocator: bool = True):
+        """Add device type ``name`` with its runtime; ``caching_allocator=False`` uses the
+        core's non-caching DirectAllocator (host memory)."""
+        if not isinstance(runtime, DeviceRuntime):
+            raise TypeError(f"register_device_type('{name}'): runtime must be an ember.library.DeviceRuntime")
+
+        def apply():
+            if name in _registry.device_types:
+                owner = _registry.device_types[name].plugin
+                raise RuntimeError(f"device type '{name}' is registered twice: by plugin '{owner}' and by "
+                                   f"plugin '{self.plugin}'")
+            from . import _device_module
+            dt = _registry.DeviceType(name, runtime, self.plugin, caching_allocator)
+            dt.module = _device_module.make_device_module(dt)
+            _registry.device_types[name] = dt
+
+            def undo():
+                _registry.device_types.pop(name, None)
+                _device_module.remove_device_module(name)
+                from . import _factory
+                for d in [d for d in _factory._allocators if d.type == name]:
+                    del _factory._allocators[d]
+            return undo
+        self._staged.append(apply)
+
+    def register_fallback(self, device_type: str, fallback):
+        """``fallback(op, args, kwargs)`` runs ops that have no kernel for ``device_type``
+        (``ember.library.cpu_fallback`` copies to cpu, runs, copies back)."""
+        def apply():
+            dt = _registry.device_type(device_type) if device_type in _registry.device_types else None
+            if dt is None:
+                raise RuntimeError(f"register_fallback: unknown device type '{device_type}'")
+            old, dt.fallback = dt.fallback, fallback
+            _dispatch.invalidate_caches()
+
+            def undo():
+                dt.fallback = old
+                _dispatch.invalidate_caches()
+            return undo
+        self._staged.append(apply)
+
+    def register_layout(self, name: str) -> _layout_cls:
+        """A new layout (``ember.<name>``); returns it."""
+        lay = _layout_cls(name)
+
+        def apply():
+            if name in _registry.layouts:
+                raise RuntimeError(f"layout '{name}' is already registered")
+            _registry.layouts[name] = lay
+            import ember
+            setattr(ember, name, lay)
+
+            def undo():
+                _registry.layouts.pop(name, None)
+                import ember
+                ember.__dict__.pop(name, None)
+            return undo
+        self._staged.append(apply)
+        return lay
+
+    def register_dtype(self, d: _dtype_cls):
+        """A new dtype (``ember.<name>``), e.g. ember-quantized's qint8."""
+        def apply():
+            from . import _dtype
+            _dtype._register_dtype(d)
+            import ember
+            setattr(ember, d.name, d)
+
+            def undo():
+                from . import _dtype
+                _dtype._BY_NAME.pop(d.name, None)
+                import ember
+                ember.__dict__.pop(d.name, None)
+            return undo
+        self._staged.append(apply)
+
+    def library(self, namespace: str) -> "Library":
+        """A ``Library`` whose registrations are part of this plugin's (all-or-nothing)."""
+        lib = Library(namespace, _registry=self)
+        self._libraries.append(lib)
+        return lib
+
+    def _commit(self):
+        try:
+            for apply in self._staged:
+                self._undo.append(apply())
+        except Exception:
+            self._rollback()
+            raise
+        self._staged = []
+
+    def _rollback(self):
+        for undo in reversed(self._undo):
+            undo()
+        self._undo = []
+        self._staged = []
+
+
+def _key_args(device, layout, dtypes):
+    device = ANY if device is None or device is ANY else (device.type if isinstance(device, _device_cls) else device)
+    lay = layout if layout is not None else _registry.layouts["strided"]
+    lay = ANY if lay is ANY else (lay.name if isinstance(lay, _layout_cls) else lay)
+    if dtypes is not None and dtypes is not ANY:
+        dtypes = [dtypes] if isinstance(dtypes, _dtype_cls) else list(dtypes)
+    return device, lay, dtypes
+
+
+class Library:
+    """Kernels and new ops from one namespace (matches torch.library.Library in spirit).
+
+    ``Library("myplugin")`` used directly registers immediately (and ``_destroy()``
+    removes its registrations); from ``registry.library(ns)`` inside ``ember_register``
+    it is part of the plugin's all-or-nothing registration.
+    """
+
+    def __init__(self, namespace: str, kind: str = "IMPL", *, _registry=None):
+        self.ns = namespace
+        self._registry = _registry
+        self._undo = []
+        self._ops = []
+
+    def _do(self, apply):
+        if self._registry is not None:
+            self._registry._staged.append(apply)
+        else:
+            self._undo.append(apply())
+
+    def impl(self, op_name: str, fn=None, *, device=ANY, layout=None, dtypes=None, priority: int = 0):
+        """Register ``fn`` as the kernel of ``op_name`` for (device, layout, each dtype).
+
+        ``device``/``dtypes`` may be ``ANY``; ``layout`` defaults to ``ember.strided``.
+        Structured ops' kernels take the op's arguments plus ``out=``; free-form kernels
+        return their outputs. Usable as a decorator. Raises RuntimeError naming both
+        owners if another library registered the same (op, key) with no higher priority.
+        """
+        if fn is None:
+            return lambda f: self.impl(op_name, f, device=device, layout=layout, dtypes=dtypes, priority=priority)
+        op = _dispatch.lookup(op_name)
+        key = _key_args(device, layout, dtypes)
+        owner = self._registry.plugin if self._registry is not None else self.ns
+        self._do(lambda: op.register(key[0], key[1], key[2], fn, owner, priority))
+        return fn
+
+    def define(self, schema: str, meta, *, structured=True, composite=None, doc=None):
+        """Declare a new op ``<namespace>::<name>``; it becomes ``ember.ops.<namespace>.<name>``.
+
+        ``meta`` does shape/dtype inference and checks, as for core ops (see ``_dispatch.declare``).
+        """
+        from . import ops as ops_mod
+        holder = {}
+
+        def apply():
+            sch = schema if "::" not in schema else schema.split("::", 1)[1]
+            fn = _dispatch.declare(f"{self.ns}_{sch}" if not sch.startswith(self.ns + "_") else sch, meta,
+                                   structured=structured, composite=composite, doc=doc)
+            holder["fn"] = fn
+            short = fn._op.name[len(self.ns) + 1:]
+            ns_obj = ops_mod.__dict__.setdefault(self.ns, types.SimpleNamespace())
+            setattr(ns_obj, short, fn)
+
+            def undo():
+                _dispatch.ops.pop(fn._op.name, None)
+                delattr(ns_obj, short)
+            return undo
+        self._do(apply)
+        return holder
+
+    def _destroy(self):
+        """Remove everything this library registered."""
+        for undo in reversed(self._undo):
+            undo()
+        self._undo = []
+
+
+def register_autograd(op_name: str, backward, *, setup_context=None, lib=None):
+    """Register a backward formula for a plugin-defined op (matches torch.library.register_autograd).
+
+    Filled in by the autograd issue; until then it raises NotImplementedError.
+    """
+    raise NotImplementedError("ember.library.register_autograd: autograd is not implemented yet")
+
+
+def cpu_fallback(op, args, kwargs):
+    """A fallback a device plugin may register: copy tensor arguments to cpu, run the cpu
+    kernel, copy results (and ``out=`` tensors) back to the original device."""
+    from ._tensor import Tensor
+    cpu = _device_cls("cpu")
+    device = next(a.device for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor))
+
+    def to_cpu(x):
+        if isinstance(x, Tensor):
+            return x.to(cpu)
+        if isinstance(x, (list, tuple)):
+            return type(x)(to_cpu(v) for v in x)
+        return x
+    cargs = [to_cpu(a) for a in args]
+    ckw = {k: to_cpu(v) for k, v in kwargs.items()}
+    out = kwargs.get("out")
+    key = (cpu.type, "strided", next(a.dtype for a in cargs if isinstance(a, Tensor)))
+    kernel = op.resolve(key)
+    result = kernel(*cargs, **ckw)
+    if out is not None:
+        outs = out if isinstance(out, tuple) else (out,)
+        couts = ckw["out"] if isinstance(ckw["out"], tuple) else (ckw["out"],)
+        for o, c in zip(outs, couts):
+            o.copy_(c)
+        return None
+    if isinstance(result, Tensor):
+        return result.to(device)
+    if isinstance(result, tuple):
+        return type(result)(r.to(device) if isinstance(r, Tensor) else r for r in result)
+    return result

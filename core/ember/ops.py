@@ -1,0 +1,1 @@
+"""``ember.ops``: namespaces of ops plugins declare with ``Library.define`` (``ember.ops.<namespace>.<name>``)."""

@@ -1,0 +1,212 @@
+"""Plugin discovery and loading (pluggy).
+
+Plugins are found through the entry-point group ``ember.plugins``, lazily, the first
+time ember needs its registry. Environment variables:
+
+- ``EMBER_PLUGINS=cpu,opencl`` - load only these (entry-point names);
+- ``EMBER_DISABLE_PLUGINS=cuda`` - load all but these;
+- ``EMBER_PLUGIN_AUTOLOAD=0`` - no discovery; ``ember.plugins.register(obj)`` loads one by hand.
+
+A plugin that fails to import, validate or register is reported as a warning with its
+name and error and skipped; ``ember.plugins.list()`` and ``ember info`` say why.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import os
+import warnings
+
+import pluggy
+
+from . import hookspecs
+from .hookspecs import API_VERSION
+
+__all__ = ["hookimpl", "register", "unregister", "list", "PluginInfo", "PluginError", "API_VERSION",
+           "ensure_loaded"]
+
+hookimpl = pluggy.HookimplMarker("ember")
+
+_list = list
+
+
+class PluginError(RuntimeError):
+    """A plugin could not be loaded: bad manifest, incompatible API version, failed registration."""
+
+
+@dataclasses.dataclass
+class PluginInfo:
+    """One plugin as ``ember.plugins.list()`` reports it."""
+    name: str                  # entry-point / registration name
+    status: str                # "loaded" | "failed" | "disabled"
+    version: str = ""
+    api_version: str = ""
+    source: str = ""           # "entry point <dist> <value>" or "manual"
+    error: str = ""            # why it failed
+    provides: dict = dataclasses.field(default_factory=dict)
+
+    def __str__(self):
+        tail = f" - {self.error}" if self.error else ""
+        return f"{self.name} {self.version} [{self.status}]{tail}"
+
+
+_pm = None
+_plugins: dict = {}       # name -> PluginInfo
+_undo: dict = {}          # name -> rollback callables of a loaded plugin
+
+
+def _manager() -> pluggy.PluginManager:
+    global _pm
+    if _pm is None:
+        _pm = pluggy.PluginManager("ember")
+        _pm.add_hookspecs(hookspecs)
+    return _pm
+
+
+def _env_list(name):
+    v = os.environ.get(name, "")
+    return {x.strip() for x in v.split(",") if x.strip()}
+
+
+def _autoload():
+    """Discover plugins through entry points (once), honouring the environment variables."""
+    if os.environ.get("EMBER_PLUGIN_AUTOLOAD", "1").strip().lower() in ("0", "false", "no", "off"):
+        return
+    only, disabled = _env_list("EMBER_PLUGINS"), _env_list("EMBER_DISABLE_PLUGINS")
+    seen = set()
+    for ep in importlib.metadata.entry_points(group="ember.plugins"):
+        if ep.name in seen:
+            continue
+        seen.add(ep.name)
+        source = f"entry point {ep.value}" + (f" ({ep.dist.name} {ep.dist.version})" if ep.dist else "")
+        if (only and ep.name not in only) or ep.name in disabled:
+            _plugins[ep.name] = PluginInfo(ep.name, "disabled", source=source,
+                                           error="excluded by EMBER_PLUGINS / EMBER_DISABLE_PLUGINS")
+            continue
+        try:
+            obj = ep.load()
+        except Exception as e:  # noqa: BLE001 - any import failure must not break ember
+            _fail(ep.name, source, f"import failed: {type(e).__name__}: {e}")
+            continue
+        try:
+            _load(obj, ep.name, source)
+        except PluginError:
+            pass  # already reported as a warning
+
+
+def _fail(name, source, error, *, warn=True):
+    _plugins[name] = PluginInfo(name, "failed", source=source, error=error)
+    if warn:
+        warnings.warn(f"ember: plugin '{name}' was skipped: {error}", RuntimeWarning, stacklevel=4)
+
+
+def _check_api(name, api):
+    try:
+        major, minor = (int(x) for x in str(api).split(".")[:2])
+    except ValueError:
+        raise PluginError(f"plugin '{name}' declares a malformed api_version {api!r} (expected 'MAJOR.MINOR')")
+    if major != API_VERSION[0] or minor > API_VERSION[1]:
+        raise PluginError(f"plugin '{name}' was built for ember plugin API {major}.{minor}, but this ember "
+                          f"provides plugin API {API_VERSION[0]}.{API_VERSION[1]}; install a version of the "
+                          f"plugin built for API {API_VERSION[0]}.x")
+
+
+def _load(obj, name, source):
+    """Validate, register and run one plugin; all-or-nothing."""
+    from ..library import Registry
+    pm = _manager()
+    if name in _plugins and _plugins[name].status == "loaded":
+        raise PluginError(f"a plugin named '{name}' is already loaded")
+    try:
+        pm.register(obj, name=name)
+    except (ValueError, pluggy.PluginValidationError) as e:
+        msg = f"invalid plugin: {e}"
+        _fail(name, source, msg)
+        raise PluginError(f"plugin '{name}': {msg}") from None
+    try:
+        _validate_unknown_hooks(pm, obj, name)
+        info_impls = [i for i in pm.hook.ember_plugin_info.get_hookimpls() if i.plugin is obj]
+        if not info_impls:
+            raise PluginError(f"plugin '{name}' does not implement ember_plugin_info (its manifest)")
+        info = info_impls[0].function()
+        if not isinstance(info, dict) or "api_version" not in info:
+            raise PluginError(f"plugin '{name}': ember_plugin_info() must return a dict with 'name', 'version' "
+                              f"and 'api_version', got {info!r}")
+        _check_api(name, info["api_version"])
+        registry = Registry(name)
+        for impl in pm.hook.ember_register.get_hookimpls():
+            if impl.plugin is obj:
+                try:
+                    impl.function(registry=registry)
+                except Exception:
+                    registry._rollback()
+                    raise
+        registry._commit()
+    except Exception as e:  # noqa: BLE001 - a failing plugin is skipped, never fatal
+        pm.unregister(obj)
+        err = str(e) if isinstance(e, PluginError) else f"registration failed: {type(e).__name__}: {e}"
+        _fail(name, source, err)
+        raise PluginError(err if isinstance(e, PluginError) else f"plugin '{name}': {err}") from e
+    _undo[name] = registry
+    _plugins[name] = PluginInfo(name, "loaded", version=str(info.get("version", "")),
+                                api_version=str(info["api_version"]), source=source,
+                                provides=dict(info.get("provides", {})))
+
+
+def _validate_unknown_hooks(pm, obj, name):
+    # pluggy's check_pending, scoped to this plugin, with a message that names it
+    for hook_name in dir(pm.hook):
+        if not hook_name.startswith("ember_"):
+            continue
+        caller = getattr(pm.hook, hook_name)
+        if not caller.has_spec():
+            for impl in caller.get_hookimpls():
+                if impl.plugin is obj and not impl.optionalhook:
+                    raise PluginError(f"plugin '{name}' implements unknown hook '{hook_name}' "
+                                      f"(no such hook specification in ember.plugins.hookspecs)")
+
+
+def ensure_loaded():
+    """Run discovery now (it otherwise happens on first use of a device)."""
+    from .. import _registry
+    _registry.ensure_loaded()
+
+
+def register(obj, name=None):
+    """Load a plugin object by hand (e.g. with ``EMBER_PLUGIN_AUTOLOAD=0``, or in tests).
+
+    :param obj: a module or object with ``ember_*`` hook implementations.
+    :param name: its name (default: ``obj.__name__``).
+    :raises PluginError: if it is invalid, built for an incompatible API version, or its
+        registration fails (e.g. a kernel clashes with another plugin's); nothing of it is kept.
+    """
+    ensure_loaded()
+    name = name or getattr(obj, "__name__", None) or type(obj).__name__
+    _load(obj, name, "manual")
+    return obj
+
+
+def unregister(name):
+    """Remove a loaded plugin and everything it registered."""
+    registry = _undo.pop(name, None)
+    if registry is None:
+        raise ValueError(f"no loaded plugin named '{name}'")
+    registry._rollback()
+    pm = _manager()
+    plugin = pm.get_plugin(name)
+    if plugin is not None:
+        pm.unregister(plugin)
+    _plugins.pop(name, None)
+
+
+def list():  # noqa: A001 - the documented name
+    """Every plugin found: loaded, failed (with the error) or disabled, as ``PluginInfo``."""
+    ensure_loaded()
+    return _list(_plugins.values())
+
+
+def _failed_for_device(device_type):
+    for p in _plugins.values():
+        if p.status == "failed" and p.name == device_type:
+            return p.error
+    return ""

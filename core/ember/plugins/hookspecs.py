@@ -1,0 +1,84 @@
+"""Hook specifications for ember plugins.
+
+A plugin is a module or object whose functions are marked with ``ember.plugins.hookimpl``
+and named after the specs below; it is declared in the entry-point group
+``ember.plugins`` of its distribution::
+
+    [project.entry-points."ember.plugins"]
+    cpu = "ember_cpu"
+
+The hooks are checked when the plugin is loaded, not when they are called: a function
+named ``ember_*`` that matches no spec, or a hook implementation with an argument the
+spec does not have, is an error naming the plugin, the hook and the argument.
+"""
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("ember")
+
+#: the plugin API this ember provides; a plugin states the version it was built for
+#: (``api_version`` in its manifest). Same major and a minor <= ours is compatible.
+API_VERSION = (1, 0)
+
+
+# -------------------------------------------------------------------------
+# Identity
+# -------------------------------------------------------------------------
+
+@hookspec
+def ember_plugin_info() -> dict:
+    """Return the plugin's manifest.
+
+    Called once per plugin, first, before ``ember_register``. Every plugin must
+    implement it.
+
+    :returns: a dict with
+        ``name`` (str, the plugin's name, e.g. ``"cpu"``),
+        ``version`` (str, the distribution's version),
+        ``api_version`` (str ``"MAJOR.MINOR"``, the ember plugin API it was built for),
+        and optionally ``provides``: a dict with ``device_types``, ``layouts``,
+        ``dtypes`` and ``ops`` (lists of names) for ``ember info`` and the
+        conformance report.
+
+    A plugin whose ``api_version`` has another major version than ember's, or a
+    higher minor version, is refused with a message that names both versions.
+    """
+
+
+# -------------------------------------------------------------------------
+# Registration
+# -------------------------------------------------------------------------
+
+@hookspec
+def ember_register(registry) -> None:
+    """Register what the plugin provides.
+
+    Called once per plugin, after its manifest was accepted, the first time ember
+    needs its registry (lazily: on first use, not at ``import ember``).
+
+    :param registry: an ``ember.library.Registry`` bound to this plugin, with
+        ``register_device_type`` (a device type, its ``ember.library.DeviceRuntime``:
+        raw allocator, host copies, device count, generator), ``register_layout``,
+        ``register_dtype``, ``register_fallback``, and ``library(namespace)`` which
+        returns an ``ember.library.Library`` for kernel registration and new ops.
+
+    Registration is all-or-nothing: if the hook raises, nothing it registered is
+    kept, the plugin is reported as failed (with the error) and skipped, and the rest
+    of ember keeps working.
+
+    Restrictions: registration only. Do not initialise devices, create contexts,
+    compile kernels or allocate memory here; do that on first use of the device.
+    """
+
+
+@hookspec
+def ember_opinfo_entries(device_type: str) -> list:
+    """Contribute op-database entries (``ember.testing.OpInfo``) for the plugin's ops.
+
+    Called by the conformance suite (``ember.testing``) when it collects the op
+    database; results from every plugin are concatenated.
+
+    :param device_type: the device type under test.
+    :returns: a list of ``OpInfo`` (may be empty).
+    """

@@ -1,0 +1,126 @@
+"""The cpu runtime: host memory as numpy buffers, numpy views of strided tensors, the RNG."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ember.library import DeviceRuntime
+
+_new = object.__new__
+
+
+def np_view(t) -> np.ndarray:
+    """The numpy view of a cpu tensor (shares memory), cached on the tensor."""
+    a = t._native
+    if a is None:
+        isz = t._dtype.itemsize
+        st = t._stride
+        a = np.ndarray(t._shape, t._dtype.numpy_dtype, t._storage._handle, t._offset * isz,
+                       tuple(s * isz for s in st) if st else None)
+        t._native = a
+    return a
+
+
+class _Foreign:
+    """Allocator stand-in for storages over memory ember did not allocate (from_numpy)."""
+
+    def __init__(self, raw):
+        self.raw = raw
+
+    def release(self, storage):
+        pass
+
+
+class CPUGeneratorState:
+    """A numpy PCG64 generator; state round-trips as JSON bytes (never pickle)."""
+
+    def __init__(self, seed):
+        self.rng = np.random.Generator(np.random.PCG64(seed))
+
+    def get_state(self) -> bytes:
+        return json.dumps(self.rng.bit_generator.state).encode()
+
+    def set_state(self, raw: bytes):
+        try:
+            state = json.loads(bytes(raw).decode())
+            self.rng.bit_generator.state = state
+        except (ValueError, TypeError, KeyError) as e:
+            raise RuntimeError(f"set_state: not a cpu generator state ({e})") from None
+
+
+class CPURuntime(DeviceRuntime):
+    """Host memory; one device ('cpu', no index)."""
+
+    name = "cpu"
+    indexed = False
+    host_memory = True
+
+    def __init__(self):
+        self._foreign = _Foreign(self)
+
+    def is_available(self):
+        return True
+
+    def device_count(self):
+        return 1
+
+    def current_device(self):
+        return 0
+
+    def set_device(self, index):
+        pass
+
+    def get_device_name(self, index):
+        import platform
+        return platform.processor() or platform.machine() or "cpu"
+
+    def synchronize(self, index):
+        """Host work is synchronous: nothing to wait for."""
+
+    def total_memory(self, index):
+        import os
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+    # memory
+    def allocate(self, nbytes, device_index):
+        return np.empty(nbytes, np.uint8)
+
+    def free(self, handle):
+        pass  # numpy frees the buffer when its last reference goes
+
+    def data_ptr(self, handle):
+        return handle.__array_interface__["data"][0]
+
+    # host transfers
+    def to_numpy(self, tensor):
+        return np_view(tensor)
+
+    def from_numpy(self, tensor, array):
+        np.copyto(np_view(tensor), array, casting="unsafe")
+
+    def wrap_numpy(self, arr, dtype, device):
+        """A tensor sharing ``arr``'s memory (torch.from_numpy)."""
+        from ember import Tensor, UntypedStorage
+        isz = arr.itemsize
+        extent = 1 + sum((n - 1) * s for n, s in zip(arr.shape, arr.strides)) // isz if arr.size else 0
+        flat = np.lib.stride_tricks.as_strided(arr, shape=(extent,), strides=(isz,)) if arr.ndim else arr.reshape(1)
+        handle = flat.view(np.uint8) if extent else np.empty(0, np.uint8)
+        st = _new(UntypedStorage)
+        st._handle = handle
+        st._nbytes = st._size = extent * isz
+        st.device = device
+        st._allocator = self._foreign
+        st._stream = None
+        t = _new(Tensor)
+        t._storage = st
+        t._shape = tuple(arr.shape)
+        t._stride = tuple(s // isz for s in arr.strides)
+        t._offset = 0
+        t._dtype = dtype
+        t._device = device
+        t._native = arr
+        return t
+
+    def new_generator_state(self, seed, device_index):
+        return CPUGeneratorState(seed)

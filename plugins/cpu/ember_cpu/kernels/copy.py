@@ -1,0 +1,31 @@
+"""copy_ and fill_: the runtime primitives every strided op builds on."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ._util import ALL, np_view, operand
+
+
+def copy_(self, src, non_blocking=False):
+    """Strided copy with broadcasting and dtype conversion (complex -> real drops the imaginary part)."""
+    dst = np_view(self)
+    s = np_view(src)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        np.copyto(dst, s, casting="unsafe")
+    return self
+
+
+def fill_(self, value):
+    o = np_view(self)
+    if o.dtype.kind in "iu" and isinstance(value, float):
+        value = int(value)
+    o.fill(value)
+    return self
+
+
+def register(lib):
+    lib.impl("copy_", copy_, device="cpu", dtypes=ALL)
+    lib.impl("fill_", fill_, device="cpu", dtypes=ALL)

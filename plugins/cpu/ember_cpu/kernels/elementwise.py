@@ -1,0 +1,324 @@
+"""Elementwise kernels: numpy ufuncs over strided views, writing into ``out``.
+
+Fast path: all operands already in the output dtype -> one ufunc call with ``out=``.
+Otherwise operands are cast to the computation dtype first (float16 / bfloat16
+compute in float32, as PyTorch's cpu kernels do) and the result is stored with an
+unsafe cast.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sp
+
+import ember
+from ember import Tensor
+
+from ._util import ALL, LOWP, compute_np, np_view
+
+_T = Tensor
+
+
+def _sigmoid(x, out=None):
+    return sp.expit(x, out=out) if out is not None else sp.expit(x)
+
+
+def _rsqrt(x, out=None):
+    r = np.sqrt(x, out=out)
+    return np.reciprocal(r, out=r)
+
+
+def _frac(x, out=None):
+    return np.subtract(x, np.trunc(x), out=out)
+
+
+def _sgn(x, out=None):
+    if np.iscomplexobj(x):
+        a = np.abs(x)
+        r = np.where(a == 0, 0, x / np.where(a == 0, 1, a))
+        if out is not None:
+            out[...] = r
+            return out
+        return r
+    return np.sign(x, out=out)
+
+
+def _int_identity(f):
+    """floor / ceil / trunc / round keep integers unchanged."""
+    def g(x, out=None):
+        if x.dtype.kind in "iub":
+            if out is None:
+                return x.copy()
+            np.copyto(out, x)
+            return out
+        return f(x, out=out)
+    return g
+
+
+def _positive(x, out=None):
+    if out is None:
+        return x.copy()
+    np.copyto(out, x)
+    return out
+
+
+def _logical_not(x, out=None):
+    return np.logical_not(x, out=out)
+
+
+def _bitwise_not(x, out=None):
+    if x.dtype == np.bool_:
+        return np.logical_not(x, out=out)
+    return np.invert(x, out=out)
+
+
+def _square(x, out=None):
+    if x.dtype == np.bool_:
+        return np.logical_and(x, x, out=out)
+    return np.square(x, out=out)
+
+
+UNARY = {
+    "neg": np.negative, "abs": np.abs, "sign": np.sign, "sgn": _sgn, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+    "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt, "rsqrt": _rsqrt,
+    "square": _square, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh,
+    "acosh": np.arccosh, "atanh": np.arctanh, "sigmoid": _sigmoid, "erf": sp.erf, "erfc": sp.erfc,
+    "erfinv": sp.erfinv, "floor": _int_identity(np.floor), "ceil": _int_identity(np.ceil),
+    "trunc": _int_identity(np.trunc), "frac": _frac, "reciprocal": np.reciprocal, "isnan": np.isnan,
+    "isinf": np.isinf, "isposinf": np.isposinf, "isneginf": np.isneginf, "isfinite": np.isfinite,
+    "signbit": np.signbit, "logical_not": _logical_not, "bitwise_not": _bitwise_not, "positive": _positive,
+}
+
+
+def make_unary(f):
+    def kernel(self, *, out):
+        o = out._native
+        if o is None:
+            o = np_view(out)
+        a = self._native
+        if a is None:
+            a = np_view(self)
+        if a.dtype == o.dtype and o.dtype not in LOWP:
+            with np.errstate(all="ignore"):
+                f(a, out=o)
+            return
+        # computation dtype: the output's, except for predicates (bool out) which look at the input
+        cd = compute_np(self._dtype if out._dtype is ember.bool or out._dtype is self._dtype.to_real
+                        and self._dtype.is_complex else out._dtype)
+        with np.errstate(all="ignore"):
+            r = f(a.astype(cd, copy=False))
+        np.copyto(o, r, casting="unsafe")
+    kernel.__name__ = f"cpu_{getattr(f, '__name__', 'unary')}"
+    return kernel
+
+
+def _alpha_scale(b, alpha):
+    return b * alpha
+
+
+def _trunc_div(a, b, out=None):
+    if np.result_type(a, b).kind in "iu":
+        q = np.floor_divide(a, b)
+        q = q + ((q < 0) & (q * b != a))
+        if out is not None:
+            np.copyto(out, q, casting="unsafe")
+            return out
+        return q
+    return np.trunc(np.true_divide(a, b), out=out)
+
+
+def _int_check_zero(f, name):
+    def g(a, b, out=None):
+        if np.result_type(a, b).kind in "iu" and np.any(np.asarray(b) == 0):
+            raise RuntimeError("ZeroDivisionError")
+        return f(a, b, out=out)
+    return g
+
+
+def _shift_right(a, b, out=None):
+    return np.right_shift(a, b, out=out)
+
+
+def _pow(a, b, out=None):
+    return np.power(a, b, out=out)
+
+
+def _logical(f):
+    return lambda a, b, out=None: f(a, b, out=out)
+
+
+BINARY = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "true_divide": np.true_divide,
+    "floor_divide": _int_check_zero(np.floor_divide, "floor_divide"),
+    "remainder": _int_check_zero(np.remainder, "remainder"), "fmod": _int_check_zero(np.fmod, "fmod"),
+    "div_trunc": _int_check_zero(_trunc_div, "div"), "atan2": np.arctan2, "hypot": np.hypot,
+    "copysign": np.copysign, "maximum": np.maximum, "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin,
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+    "ge": np.greater_equal, "logical_and": np.logical_and, "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or,
+    "bitwise_xor": np.bitwise_xor, "bitwise_left_shift": np.left_shift, "bitwise_right_shift": _shift_right,
+    "pow": _pow,
+}
+_FLOAT_RULE = {"true_divide", "atan2", "hypot", "copysign"}
+_BOOL_OUT = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
+
+
+def _compute_dtype(name, self, other, out):
+    if name in _BOOL_OUT:
+        d = ember.result_type(self, other)
+    else:
+        d = out._dtype
+        if name in _FLOAT_RULE and not (d.is_floating_point or d.is_complex):
+            d = ember.get_default_dtype()
+    return compute_np(d)
+
+
+def _slow_binary(f, name, self, other, out, alpha):
+    """Mixed dtypes, low precision, Python scalars of a higher category, or alpha != 1."""
+    if not isinstance(self, _T):   # add(2, t): keep the argument order
+        a = self
+        b = np_view(other)
+    else:
+        a = np_view(self)
+        b = np_view(other) if isinstance(other, _T) else other
+    cd = _compute_dtype(name, self, other, out)
+    a = a.astype(cd, copy=False) if isinstance(a, np.ndarray) else np.asarray(a).astype(cd)
+    b = b.astype(cd, copy=False) if isinstance(b, np.ndarray) else np.asarray(b).astype(cd)
+    if alpha != 1:
+        b = b * np.asarray(alpha).astype(cd)
+    with np.errstate(all="ignore"):
+        r = f(a, b)
+    np.copyto(np_view(out), r, casting="unsafe")
+
+
+def make_binary(f, name, with_alpha):
+    if with_alpha:
+        def kernel(self, other, *, alpha=1, out):
+            o = out._native
+            if o is None:
+                o = np_view(out)
+            a = self._native if self.__class__ is _T else None
+            if a is None:
+                return _slow_binary(f, name, self, other, out, alpha)
+            if other.__class__ is _T:
+                b = other._native
+                if b is None:
+                    b = np_view(other)
+                if a.dtype == b.dtype == o.dtype and alpha == 1 and o.dtype not in LOWP:
+                    f(a, b, out=o)
+                    return
+            elif a.dtype == o.dtype and alpha == 1 and o.dtype not in LOWP and other.__class__ is not complex \
+                    and (other.__class__ is not float or o.dtype.kind in "fc"):
+                f(a, other, out=o)
+                return
+            _slow_binary(f, name, self, other, out, alpha)
+    else:
+        def kernel(self, other, *, out):
+            o = out._native
+            if o is None:
+                o = np_view(out)
+            a = self._native if self.__class__ is _T else None
+            if a is None:
+                if self.__class__ is not _T and not isinstance(self, _T):
+                    return _slow_binary(f, name, self, other, out, 1)
+                a = np_view(self)
+            if other.__class__ is _T:
+                b = other._native
+                if b is None:
+                    b = np_view(other)
+                if a.dtype == b.dtype and (a.dtype == o.dtype or o.dtype == np.bool_) and a.dtype not in LOWP:
+                    with np.errstate(all="ignore"):
+                        f(a, b, out=o)
+                    return
+            elif (a.dtype == o.dtype or o.dtype == np.bool_) and a.dtype not in LOWP \
+                    and other.__class__ is not complex and (other.__class__ is not float or a.dtype.kind in "fc") \
+                    and (other.__class__ is not int or a.dtype.kind != "b"):
+                with np.errstate(all="ignore"):
+                    f(a, other, out=o)
+                return
+            _slow_binary(f, name, self, other, out, 1)
+    kernel.__name__ = f"cpu_{name}"
+    return kernel
+
+
+# ---------------------------------------------------------------- ops with extra arguments
+def round_(self, *, decimals=0, out):
+    o = np_view(out)
+    a = np_view(self)
+    if a.dtype.kind in "iub":
+        np.copyto(o, a)
+        return
+    cd = compute_np(out._dtype)
+    np.copyto(o, np.round(a.astype(cd, copy=False), decimals), casting="unsafe")
+
+
+def nan_to_num(self, nan=0.0, posinf=None, neginf=None, *, out):
+    a = np_view(self)
+    o = np_view(out)
+    if a.dtype.kind not in "fc" and a.dtype not in LOWP:
+        np.copyto(o, a)
+        return
+    info = np.finfo(a.dtype)
+    r = np.nan_to_num(a.astype(compute_np(self._dtype), copy=False), nan=nan,
+                      posinf=float(info.max) if posinf is None else posinf,
+                      neginf=float(info.min) if neginf is None else neginf)
+    np.copyto(o, r, casting="unsafe")
+
+
+def _arr(x, cd):
+    if isinstance(x, _T):
+        return np_view(x).astype(cd, copy=False)
+    return np.asarray(x).astype(cd)
+
+
+def where(condition, input, other, *, out):
+    cd = compute_np(out._dtype)
+    np.copyto(np_view(out), np.where(np_view(condition).astype(bool, copy=False), _arr(input, cd), _arr(other, cd)),
+              casting="unsafe")
+
+
+def clamp(self, min=None, max=None, *, out):
+    cd = compute_np(out._dtype)
+    a = _arr(self, cd)
+    r = a
+    if min is not None:
+        m = _arr(min, cd)
+        r = np.where(np.isnan(m) if cd.kind == "f" else False, m, np.maximum(r, m))
+    if max is not None:
+        m = _arr(max, cd)
+        r = np.where(np.isnan(m) if cd.kind == "f" else False, m, np.minimum(r, m))
+    np.copyto(np_view(out), r, casting="unsafe")
+
+
+def lerp(self, end, weight, *, out):
+    cd = compute_np(out._dtype)
+    a, b, w = _arr(self, cd), _arr(end, cd), _arr(weight, cd)
+    # PyTorch's formula: stable at both ends
+    r = np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+    np.copyto(np_view(out), r, casting="unsafe")
+
+
+def addcmul(self, tensor1, tensor2, *, value=1, out):
+    cd = compute_np(out._dtype)
+    np.copyto(np_view(out), _arr(self, cd) + np.asarray(value).astype(cd) * _arr(tensor1, cd) * _arr(tensor2, cd),
+              casting="unsafe")
+
+
+def addcdiv(self, tensor1, tensor2, *, value=1, out):
+    cd = compute_np(out._dtype)
+    if cd.kind in "iu":
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
+                           "will perform a true division of tensor1 and tensor2.")
+    with np.errstate(all="ignore"):
+        r = _arr(self, cd) + np.asarray(value).astype(cd) * _arr(tensor1, cd) / _arr(tensor2, cd)
+    np.copyto(np_view(out), r, casting="unsafe")
+
+
+def register(lib):
+    for name, f in UNARY.items():
+        lib.impl(name, make_unary(f), device="cpu", dtypes=ALL)
+    for name, f in BINARY.items():
+        lib.impl(name, make_binary(f, name, name in ("add", "sub")), device="cpu", dtypes=ALL)
+    for name, k in (("round", round_), ("nan_to_num", nan_to_num), ("where", where), ("clamp", clamp),
+                    ("lerp", lerp), ("addcmul", addcmul), ("addcdiv", addcdiv)):
+        lib.impl(name, k, device="cpu", dtypes=ALL)
