@@ -50,7 +50,11 @@ class UntypedStorage:
     def __del__(self):
         alloc = self._allocator
         if alloc is not None:
-            alloc.release(self)
+            if alloc.native is not None and alloc._free_raw is None:   # host memory: numpy frees it
+                alloc.allocated -= self._size
+                alloc.count -= 1
+            else:
+                alloc.release(self)
 
     def nbytes(self) -> int:
         """Size in bytes."""
@@ -78,6 +82,8 @@ class UntypedStorage:
 
 class _StatsMixin:
     """The fixed statistics schema shared by every allocator."""
+
+    native = None  # see DirectAllocator
 
     def _init_stats(self):
         self.stats = dict.fromkeys(STAT_KEYS, 0)
@@ -140,43 +146,82 @@ class DirectAllocator(_StatsMixin):
     """No cache: every storage gets a fresh raw allocation, freed when the storage dies.
 
     Used for host memory, where numpy's allocator (with its own small-block cache) is
-    faster than a cache kept in Python. Reports the same statistics schema; reserved
-    equals allocated.
+    faster than a cache kept in Python (benchmarks/bench_allocator.py). Reports the same
+    statistics schema; reserved equals allocated. The hot counters are plain attributes
+    (``stats`` assembles the fixed-schema dict on demand).
+
+    If the raw allocator has ``native_empty`` - a callable ``(shape, numpy_dtype) -> array``
+    such as ``numpy.empty`` - the allocation is a typed native array that serves as both
+    the storage handle and the tensor's native view, saving a view construction per op. A runtime whose memory is freed by garbage collection sets
+    ``frees_by_gc = True`` and is not called on release.
     """
 
     def __init__(self, raw, device, device_label=None):
         self.raw = raw
         self.device = device
         self.device_label = device_label or str(device)
-        self._init_stats()
+        self.limit = None
+        self.native = getattr(raw, "native_empty", None)
+        self._free_raw = None if getattr(raw, "frees_by_gc", False) else raw.free
+        self.allocated = self.peak = self.count = self.peak_count = 0
+        self.total_allocated = self.total_count = 0
+        self.ooms = 0
+
+    @property
+    def stats(self):
+        s = dict.fromkeys(STAT_KEYS, 0)
+        s["allocated_bytes.all.current"] = s["reserved_bytes.all.current"] = self.allocated
+        s["allocated_bytes.all.peak"] = s["reserved_bytes.all.peak"] = self.peak
+        s["allocation.all.current"] = s["segment.all.current"] = self.count
+        s["allocation.all.peak"] = self.peak_count
+        s["num_ooms"] = self.ooms
+        return s
+
+    def reset_peak_memory_stats(self):
+        self.peak = self.allocated
+        self.peak_count = self.count
+
+
+    def _account(self, nbytes):
+        if self.limit is not None and self.allocated + nbytes > self.limit:
+            self.ooms += 1
+            raise self._oom_direct(nbytes)
+        cur = self.allocated = self.allocated + nbytes
+        if cur > self.peak:
+            self.peak = cur
+        n = self.count = self.count + 1
+        if n > self.peak_count:
+            self.peak_count = n
+
+    def _oom_direct(self, nbytes, cause=None):
+        limit = f" of which the per-process limit is {format_bytes(self.limit)};" if self.limit is not None else ""
+        msg = (f"Allocation failed on {self.device_label}: tried to allocate {format_bytes(nbytes)}.{limit} "
+               f"{format_bytes(self.allocated)} is allocated by ember.")
+        if cause is not None:
+            msg += f" The device reported: {cause}"
+        return OutOfMemoryError(msg)
 
     def malloc(self, nbytes: int, stream=None) -> UntypedStorage:
-        if self.limit is not None and self.stats["allocated_bytes.all.current"] + nbytes > self.limit:
-            raise self._oom(nbytes)
+        self._account(nbytes)
         try:
             handle = self.raw.allocate(nbytes, self.device.index or 0)
         except MemoryError as e:
-            raise self._oom(nbytes, e) from None
+            self.allocated -= nbytes
+            self.count -= 1
+            self.ooms += 1
+            raise self._oom_direct(nbytes, e) from None
         st = _new(UntypedStorage)
         st._handle = handle
         st._nbytes = st._size = nbytes
         st.device = self.device
         st._allocator = self
-        st._stream = None
-        s = self.stats
-        cur = s["allocated_bytes.all.current"] + nbytes
-        s["allocated_bytes.all.current"] = s["reserved_bytes.all.current"] = cur
-        s["allocation.all.current"] += 1
-        if cur > s["allocated_bytes.all.peak"]:
-            s["allocated_bytes.all.peak"] = s["reserved_bytes.all.peak"] = cur
         return st
 
     def release(self, st: UntypedStorage) -> None:
-        s = self.stats
-        cur = s["allocated_bytes.all.current"] - st._size
-        s["allocated_bytes.all.current"] = s["reserved_bytes.all.current"] = cur
-        s["allocation.all.current"] -= 1
-        self.raw.free(st._handle)
+        self.allocated -= st._size
+        self.count -= 1
+        if self._free_raw is not None:
+            self._free_raw(st._handle)
 
     def empty_cache(self):
         """Nothing is cached; present so every allocator has the same interface."""

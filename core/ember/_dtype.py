@@ -6,6 +6,7 @@ conversion only; bfloat16 maps through ml_dtypes, imported on first use.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -40,7 +41,8 @@ class dtype:
         self.is_complex = category == _COMPLEX
         self.is_signed = is_signed
         self._numpy_name = numpy_name
-        self._np = None
+        # the numpy dtype, resolved now except for bfloat16 (ml_dtypes is imported on first use)
+        self._np = np.dtype(numpy_name) if numpy_name not in (None, "bfloat16") else None
 
     @property
     def numpy_dtype(self) -> np.dtype:
@@ -148,7 +150,7 @@ def _promote(a: dtype, b: dtype) -> dtype:
     if ca == _BOOL:
         return bool
     if ca == _INT:
-        return _promote_ints(a, b)
+        return _promote_ints(a, b) if cb == _INT else a   # bool promotes to any integer
     if ca == _FLOAT:
         if cb < _FLOAT:
             return a
@@ -169,14 +171,15 @@ _PROMOTE_CACHE: dict = {}
 def promote_types(type1: dtype, type2: dtype) -> dtype:
     """The smallest dtype both can be cast to; matches torch.promote_types.
 
-    Raises TypeError for a non-dtype argument.
+    Raises TypeError for a non-dtype argument (naming it, as PyTorch does).
     """
     try:
         return _PROMOTE_CACHE[type1, type2]
-    except KeyError:
-        if not isinstance(type1, dtype) or not isinstance(type2, dtype):
-            raise TypeError(f"promote_types(): argument must be ember.dtype, not "
-                            f"{type(type1).__name__ if not isinstance(type1, dtype) else type(type2).__name__}") from None
+    except (KeyError, TypeError):
+        for pos, t in ((1, type1), (2, type2)):
+            if not isinstance(t, dtype):
+                raise TypeError(f"promote_types(): argument 'type{pos}' (position {pos}) must be ember.dtype, "
+                                f"not {type(t).__name__}") from None
         r = _PROMOTE_CACHE[type1, type2] = _promote(type1, type2)
         return r
 
@@ -196,7 +199,7 @@ def set_default_dtype(d: dtype) -> None:
     """
     global _default_dtype
     if not isinstance(d, dtype) or not d.is_floating_point:
-        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+        raise TypeError("only floating-point types are supported as the default type")
     _default_dtype = d
 
 
@@ -274,25 +277,36 @@ def can_cast(from_: dtype, to: dtype) -> builtins_bool:
     return True
 
 
+# bits, eps, max, smallest normal of each floating dtype (IEEE formats; bfloat16 has float32's range
+# with an 8-bit significand), so the core needs neither ml_dtypes nor numpy's finfo for them
+_FINFO = {
+    "float16": (16, 2.0 ** -10, 65504.0, 2.0 ** -14),
+    "bfloat16": (16, 2.0 ** -7, (2 - 2.0 ** -7) * 2.0 ** 127, 2.0 ** -126),
+    "float32": (32, 2.0 ** -23, (2 - 2.0 ** -23) * 2.0 ** 127, 2.0 ** -126),
+    "float64": (64, 2.0 ** -52, 1.7976931348623157e+308, 2.0 ** -1022),
+}
+
+
 class finfo:
     """Machine limits for a floating dtype (matches torch.finfo).
 
-    Attributes: bits, eps, max, min, tiny, smallest_normal, resolution, dtype.
+    Attributes: bits, eps, max, min, tiny (= smallest_normal), resolution (10 ** -decimal
+    digits of precision), dtype (the name, e.g. 'float32'). A complex dtype reports its
+    real counterpart's limits, as PyTorch does. ``finfo()`` is the default dtype's.
     Raises TypeError for a non-floating dtype.
     """
 
     def __init__(self, type: dtype = None):
         type = _default_dtype if type is None else type
-        if not (type.is_floating_point or type.is_complex):
-            raise TypeError(f"finfo(): argument 'type' must be a floating point dtype, not {type}")
-        self.dtype = type.to_real.name
-        info = np.finfo(type.to_real.numpy_dtype)
-        self.bits = type.to_real.itemsize * 8
-        self.eps = _builtins.float(info.eps)
-        self.max = _builtins.float(info.max)
-        self.min = _builtins.float(info.min)
-        self.tiny = self.smallest_normal = _builtins.float(info.smallest_normal)
-        self.resolution = _builtins.float(info.resolution)
+        if not isinstance(type, dtype) or not (type.is_floating_point or type.is_complex):
+            raise TypeError("ember.finfo() requires a floating point input type. Use ember.iinfo to handle "
+                            "'ember.finfo'")
+        real = type.to_real
+        self.dtype = real.name
+        self.bits, self.eps, self.max, self.tiny = _FINFO[real.name]
+        self.min = -self.max
+        self.smallest_normal = self.tiny
+        self.resolution = 10.0 ** -_builtins.int(-math.log10(self.eps))
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
@@ -302,17 +316,18 @@ class finfo:
 class iinfo:
     """Machine limits for an integer dtype (matches torch.iinfo): bits, min, max, dtype.
 
-    Raises TypeError for a non-integer dtype.
+    Raises TypeError for a non-integer dtype (bool included, as PyTorch does).
     """
 
     def __init__(self, type: dtype):
-        if type.category not in (_INT, _BOOL):
-            raise TypeError(f"iinfo(): argument 'type' must be an integer dtype, not {type}")
-        info = np.iinfo(type.numpy_dtype) if type is not bool else None
+        if not isinstance(type, dtype) or type.category != _INT:
+            raise TypeError(f"{type!r} is not supported by ember.iinfo")
         self.dtype = type.name
         self.bits = type.itemsize * 8
-        self.min = _builtins.int(info.min) if info is not None else 0
-        self.max = _builtins.int(info.max) if info is not None else 1
+        if type.is_signed:
+            self.min, self.max = -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        else:
+            self.min, self.max = 0, (1 << self.bits) - 1
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

@@ -8,6 +8,7 @@ import math
 import warnings
 
 from . import _registry
+from ._allocator import UntypedStorage
 from ._dtype import can_cast, torch_name
 
 _new = object.__new__
@@ -47,7 +48,27 @@ def empty_on(shape, dtype, device):
     except KeyError:
         alloc = allocator_for(device)
     t = _new(Tensor)
-    t._storage = alloc.malloc(numel * dtype.itemsize)
+    native = alloc.native
+    if native is not None:
+        # a host allocator that hands back the typed native array with the memory
+        nbytes = numel * dtype.itemsize
+        if alloc.limit is None:
+            cur = alloc.allocated = alloc.allocated + nbytes
+            if cur > alloc.peak:
+                alloc.peak = cur
+            n = alloc.count = alloc.count + 1
+            if n > alloc.peak_count:
+                alloc.peak_count = n
+        else:
+            alloc._account(nbytes)
+        st = _new(UntypedStorage)
+        st._handle = t._native = native(shape, dtype._np or dtype.numpy_dtype)
+        st._nbytes = st._size = nbytes
+        st.device = device
+        st._allocator = alloc
+        t._storage = st
+    else:
+        t._storage = alloc.malloc(numel * dtype.itemsize)
     t._shape = shape
     t._stride = stride
     t._offset = 0

@@ -232,45 +232,81 @@ class Library:
         else:
             self._undo.append(apply())
 
+    def _op_name(self, op_name: str) -> str:
+        """The dispatcher's name for ``op_name``: "add", "add.out" (an overload suffix is
+        accepted), "myns::scaled" or, for an op this namespace defined, "scaled" -> "myns_scaled"."""
+        if "::" in op_name:
+            ns, _, rest = op_name.partition("::")
+            return rest if ns == "aten" or ns == "ember" else f"{ns}_{rest}"
+        base = op_name.split(".")[0]
+        if base not in _dispatch.ops and f"{self.ns}_{base}" in _dispatch.ops | self._pending_defs():
+            return f"{self.ns}_{op_name}"
+        return op_name
+
+    def _pending_defs(self) -> dict:
+        # ops defined by a staged (not yet committed) define of this plugin, so that a plugin
+        # may define an op and register its kernels in the same ember_register
+        if self._registry is None:
+            return {}
+        return {n: None for lib in self._registry._libraries for n in lib._ops}
+
     def impl(self, op_name: str, fn=None, *, device=ANY, layout=None, dtypes=None, priority: int = 0):
         """Register ``fn`` as the kernel of ``op_name`` for (device, layout, each dtype).
 
+        ``op_name`` is a core op ("add"; an overload suffix such as "add.out" is accepted)
+        or a defined one ("myns::scaled", or "scaled" from the library that defined it).
         ``device``/``dtypes`` may be ``ANY``; ``layout`` defaults to ``ember.strided``.
         Structured ops' kernels take the op's arguments plus ``out=``; free-form kernels
-        return their outputs. Usable as a decorator. Raises RuntimeError naming both
-        owners if another library registered the same (op, key) with no higher priority.
+        return their outputs. Usable as a decorator. Raises ValueError for an unknown op,
+        and RuntimeError naming both owners if another library registered the same
+        (op, key) with no higher priority.
         """
         if fn is None:
             return lambda f: self.impl(op_name, f, device=device, layout=layout, dtypes=dtypes, priority=priority)
-        op = _dispatch.lookup(op_name)
+        name = self._op_name(op_name)
+        if name.split(".")[0] not in self._pending_defs():
+            _dispatch.lookup(name)          # ValueError now for an unknown op
         key = _key_args(device, layout, dtypes)
         owner = self._registry.plugin if self._registry is not None else self.ns
-        self._do(lambda: op.register(key[0], key[1], key[2], fn, owner, priority))
+        self._do(lambda: _dispatch.lookup(name).register(key[0], key[1], key[2], fn, owner, priority))
         return fn
 
-    def define(self, schema: str, meta, *, structured=True, composite=None, doc=None):
-        """Declare a new op ``<namespace>::<name>``; it becomes ``ember.ops.<namespace>.<name>``.
+    def define(self, schema: str, meta, *, structured=True, composite=None, inplace=False, doc=None,
+               multi_output_type=None) -> str:
+        """Declare a new op ``<namespace>::<name>``; it becomes ``ember.ops.<namespace>.<name>``
+        (and ``<name>_`` with ``inplace=True``).
 
         ``meta`` does shape/dtype inference and checks, as for core ops (see ``_dispatch.declare``).
+        Returns the qualified name ``"<namespace>::<name>"`` (torch.library returns the bare
+        name); ``impl`` accepts it. RuntimeError if the op is already declared.
         """
         from . import ops as ops_mod
-        holder = {}
+        sch = schema.split("::", 1)[1] if "::" in schema else schema
+        short = sch.split("(", 1)[0].split(".")[0].strip()
+        if short.startswith(self.ns + "_"):
+            short = short[len(self.ns) + 1:]
+        else:
+            sch = f"{self.ns}_{sch.strip()}"
+        self._ops.append(f"{self.ns}_{short}")
 
         def apply():
-            sch = schema if "::" not in schema else schema.split("::", 1)[1]
-            fn = _dispatch.declare(f"{self.ns}_{sch}" if not sch.startswith(self.ns + "_") else sch, meta,
-                                   structured=structured, composite=composite, doc=doc)
-            holder["fn"] = fn
-            short = fn._op.name[len(self.ns) + 1:]
+            fn = _dispatch.declare(sch, meta, structured=structured, composite=composite, inplace=inplace,
+                                   doc=doc, multi_output_type=multi_output_type)
             ns_obj = ops_mod.__dict__.setdefault(self.ns, types.SimpleNamespace())
             setattr(ns_obj, short, fn)
+            if inplace:
+                setattr(ns_obj, short + "_", fn.inplace)
 
             def undo():
                 _dispatch.ops.pop(fn._op.name, None)
-                delattr(ns_obj, short)
+                ns_obj.__dict__.pop(short, None)
+                ns_obj.__dict__.pop(short + "_", None)
+                if not ns_obj.__dict__:
+                    ops_mod.__dict__.pop(self.ns, None)
+                _dispatch.invalidate_caches()
             return undo
         self._do(apply)
-        return holder
+        return f"{self.ns}::{short}"
 
     def _destroy(self):
         """Remove everything this library registered."""
@@ -303,7 +339,9 @@ def cpu_fallback(op, args, kwargs):
     cargs = [to_cpu(a) for a in args]
     ckw = {k: to_cpu(v) for k, v in kwargs.items()}
     out = kwargs.get("out")
-    key = (cpu.type, "strided", next(a.dtype for a in cargs if isinstance(a, Tensor)))
+    # the cpu key is the one the op's meta computes for the cpu copies (its compute dtype,
+    # e.g. float32 for int64 + 2.5), not simply the first tensor's dtype
+    key = op.meta(*cargs, **{k: v for k, v in ckw.items() if k != "out"})[1]
     kernel = op.resolve(key)
     result = kernel(*cargs, **ckw)
     if out is not None:
@@ -315,5 +353,6 @@ def cpu_fallback(op, args, kwargs):
     if isinstance(result, Tensor):
         return result.to(device)
     if isinstance(result, tuple):
-        return type(result)(r.to(device) if isinstance(r, Tensor) else r for r in result)
+        moved = [r.to(device) if isinstance(r, Tensor) else r for r in result]
+        return type(result)(*moved) if hasattr(result, "_fields") else type(result)(moved)
     return result

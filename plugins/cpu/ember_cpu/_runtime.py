@@ -82,12 +82,17 @@ class CPURuntime(DeviceRuntime):
         import os
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
-    # memory
+    # memory: numpy owns host buffers and frees them with their last reference
+    frees_by_gc = True
+
     def allocate(self, nbytes, device_index):
         return np.empty(nbytes, np.uint8)
 
+    #: typed allocation: the array is both the storage handle and the tensor's native view
+    native_empty = staticmethod(np.empty)
+
     def free(self, handle):
-        pass  # numpy frees the buffer when its last reference goes
+        pass
 
     def data_ptr(self, handle):
         return handle.__array_interface__["data"][0]

@@ -90,7 +90,18 @@ UNARY = {
 }
 
 
-def make_unary(f):
+# ops whose numpy ufunc can raise floating-point warnings (PyTorch warns about nothing):
+# only these pay for np.errstate (about 1 us per call) on the fast path
+_MAY_WARN = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "square", "sin", "cos",
+             "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erfinv",
+             "reciprocal", "true_divide", "floor_divide", "remainder", "fmod", "div_trunc", "atan2", "hypot",
+             "pow", "sigmoid", "frac", "sgn"}
+# add / sub / mul skip it: a float overflow to inf there shows numpy's RuntimeWarning (documented)
+
+
+def make_unary(f, name=""):
+    quiet = name not in _MAY_WARN
+
     def kernel(self, *, out):
         o = out._native
         if o is None:
@@ -99,8 +110,11 @@ def make_unary(f):
         if a is None:
             a = np_view(self)
         if a.dtype == o.dtype and o.dtype not in LOWP:
-            with np.errstate(all="ignore"):
+            if quiet:
                 f(a, out=o)
+            else:
+                with np.errstate(all="ignore"):
+                    f(a, out=o)
             return
         # computation dtype: the output's, except for predicates (bool out) which look at the input
         cd = compute_np(self._dtype if out._dtype is ember.bool or out._dtype is self._dtype.to_real
@@ -213,6 +227,8 @@ def make_binary(f, name, with_alpha):
                 return
             _slow_binary(f, name, self, other, out, alpha)
     else:
+        quiet = name not in _MAY_WARN
+
         def kernel(self, other, *, out):
             o = out._native
             if o is None:
@@ -227,12 +243,18 @@ def make_binary(f, name, with_alpha):
                 if b is None:
                     b = np_view(other)
                 if a.dtype == b.dtype and (a.dtype == o.dtype or o.dtype == np.bool_) and a.dtype not in LOWP:
+                    if quiet or a.dtype.kind not in "fc":
+                        f(a, b, out=o)
+                        return
                     with np.errstate(all="ignore"):
                         f(a, b, out=o)
                     return
             elif (a.dtype == o.dtype or o.dtype == np.bool_) and a.dtype not in LOWP \
                     and other.__class__ is not complex and (other.__class__ is not float or a.dtype.kind in "fc") \
                     and (other.__class__ is not int or a.dtype.kind != "b"):
+                if quiet or a.dtype.kind not in "fc":
+                    f(a, other, out=o)
+                    return
                 with np.errstate(all="ignore"):
                     f(a, other, out=o)
                 return
@@ -316,7 +338,7 @@ def addcdiv(self, tensor1, tensor2, *, value=1, out):
 
 def register(lib):
     for name, f in UNARY.items():
-        lib.impl(name, make_unary(f), device="cpu", dtypes=ALL)
+        lib.impl(name, make_unary(f, name), device="cpu", dtypes=ALL)
     for name, f in BINARY.items():
         lib.impl(name, make_binary(f, name, name in ("add", "sub")), device="cpu", dtypes=ALL)
     for name, k in (("round", round_), ("nan_to_num", nan_to_num), ("where", where), ("clamp", clamp),

@@ -1,5 +1,121 @@
-"""(filled in below)"""
+"""Random sampling on the host: numpy's PCG64 generator held by the cpu generator state.
+
+Every kernel draws from ``generator.state.rng`` (a ``numpy.random.Generator``), so the
+same seed gives the same numbers. Low-precision floats draw with as many random bits
+as their mantissa holds, so a U[0, 1) sample never rounds up to 1.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+
+from ._util import ALL, FLOAT, np_view, write
+
+_COMPLEX = ember.library.COMPLEX if hasattr(ember.library, "COMPLEX") else frozenset({ember.complex64,
+                                                                                      ember.complex128})
+_NOT_COMPLEX = frozenset(ALL) - frozenset(_COMPLEX)
+_BITS = {"float16": 11, "bfloat16": 8}
+
+
+def _rng(generator):
+    return generator.state.rng
+
+
+def _real_parts(out):
+    """The real arrays to fill: the view itself, or its real and imaginary parts (complex)."""
+    o = np_view(out)
+    return (o.real, o.imag) if o.dtype.kind == "c" else (o,)
+
+
+def _unit(rng, shape, dtype):
+    """Samples of U[0, 1) exactly representable in ``dtype`` (float64 / float32 arrays)."""
+    bits = _BITS.get(dtype.name)
+    if bits is not None:
+        return rng.integers(0, 1 << bits, shape).astype(np.float32) / np.float32(1 << bits)
+    if dtype.name in ("float64", "complex128"):
+        return rng.random(shape)
+    return rng.random(shape, dtype=np.float32)
+
+
+def uniform(self, low=0.0, high=1.0, *, generator, out):
+    rng = _rng(generator)
+    real = out._dtype.to_real
+    for part in _real_parts(out):
+        u = _unit(rng, part.shape, real)
+        np.copyto(part, u * (high - low) + low if (low, high) != (0.0, 1.0) else u, casting="unsafe")
+
+
+def _std_normal(rng, shape, dtype):
+    return rng.standard_normal(shape, dtype=np.float64 if dtype.name in ("float64", "complex128") else np.float32)
+
+
+def normal(self, mean=0.0, std=1.0, *, generator, out):
+    rng = _rng(generator)
+    parts = _real_parts(out)
+    if len(parts) == 2:
+        std = std / np.sqrt(2.0)
+    for part in parts:
+        np.copyto(part, _std_normal(rng, part.shape, out._dtype) * std + mean, casting="unsafe")
+
+
+def random(self, low, high=None, *, generator, out):
+    if high is None:
+        high = ember._ops._random.random_upper(out._dtype) + 1
+    write(out, _rng(generator).integers(low, high, out._shape, dtype=np.int64))
+
+
+def bernoulli_scalar(self, p=0.5, *, generator, out):
+    write(out, _rng(generator).random(out._shape) < p)
+
+
+def bernoulli_tensor(self, p, *, generator, out):
+    probs = np.broadcast_to(np_view(p), out._shape)
+    if probs.size and not ((probs >= 0) & (probs <= 1)).all():
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    write(out, _rng(generator).random(out._shape) < probs)
+
+
+def exponential(self, lambd=1.0, *, generator, out):
+    e = _rng(generator).standard_exponential(out._shape, dtype=np.float64 if out._dtype is ember.float64
+                                             else np.float32)
+    write(out, e / lambd)
+
+
+def randperm(n, dtype, device, *, generator, out):
+    write(out, _rng(generator).permutation(n))
+
+
+def multinomial(self, num_samples, replacement=False, *, generator, out):
+    probs = np_view(self).astype(np.float64)
+    rows = probs.reshape(-1, probs.shape[-1]) if probs.ndim == 2 else probs.reshape(1, -1)
+    if rows.size and not (np.isfinite(rows) & (rows >= 0)).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    totals = rows.sum(axis=1)
+    if (totals <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = _rng(generator)
+    if replacement:
+        cdf = np.cumsum(rows, axis=1)
+        u = rng.random((rows.shape[0], num_samples)) * totals[:, None]
+        idx = np.stack([np.searchsorted(c, r, side="right") for c, r in zip(cdf, u)]) if rows.shape[0] else \
+            np.empty((0, num_samples), np.int64)
+        idx = np.minimum(idx, rows.shape[1] - 1)
+    else:
+        # exponential races: category i finishes at E_i / p_i; the first num_samples to finish are
+        # a sample without replacement (zero-probability categories never finish before others)
+        with np.errstate(divide="ignore"):
+            keys = rng.standard_exponential(rows.shape) / rows
+        idx = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+    write(out, idx.reshape(out._shape))
 
 
 def register(lib):
-    pass
+    lib.impl("uniform", uniform, device="cpu", dtypes=set(FLOAT) | set(_COMPLEX))
+    lib.impl("normal", normal, device="cpu", dtypes=set(FLOAT) | set(_COMPLEX))
+    lib.impl("random", random, device="cpu", dtypes=_NOT_COMPLEX)
+    lib.impl("bernoulli_scalar", bernoulli_scalar, device="cpu", dtypes=_NOT_COMPLEX)
+    lib.impl("bernoulli_tensor", bernoulli_tensor, device="cpu", dtypes=_NOT_COMPLEX)
+    lib.impl("exponential", exponential, device="cpu", dtypes=FLOAT)
+    lib.impl("randperm", randperm, device="cpu", dtypes=_NOT_COMPLEX)
+    lib.impl("multinomial", multinomial, device="cpu", dtypes=FLOAT)

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Set up and run ember from a checkout, with only Python and pip on the machine.
+
+    python3 dev.py demo    create .venv, install the core and every plugin this machine
+                           can run, and run the main job
+    python3 dev.py test    the same install plus the test tools, then the whole test suite
+
+Standard library only, so it runs before anything is installed.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = Path(os.environ.get("EMBER_VENV", ROOT / ".venv"))
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / ("python.exe" if os.name == "nt" else "python")
+
+# plugins in the order they are installed; each with the check that this machine can run it
+PLUGINS = {
+    "cpu": lambda: True,
+}
+
+
+def run(*cmd, **kw):
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    return subprocess.run([str(c) for c in cmd], **kw).returncode
+
+
+def ensure_venv():
+    if not PY.exists():
+        venv.EnvBuilder(with_pip=True).create(VENV)
+        run(PY, "-m", "pip", "install", "-q", "--upgrade", "pip")
+
+
+def install(test=False):
+    ensure_venv()
+    pkgs = [str(ROOT)] + [str(ROOT / "plugins" / name) for name, ok in PLUGINS.items() if ok()]
+    extra = ["pytest>=7", "hypothesis>=6"] if test else []
+    if run(PY, "-m", "pip", "install", "-q", *pkgs, *extra) != 0:
+        sys.exit("pip install failed")
+
+
+def demo():
+    install()
+    return run(PY, ROOT / "examples" / "tour.py")
+
+
+def test(args):
+    install(test=True)
+    rc = run(PY, "-m", "pytest", ROOT / "tests", "-q", *args, cwd=ROOT)
+    if rc == 5:
+        print("pytest collected no tests: treating this as a failure", file=sys.stderr)
+        return 1
+    return rc
+
+
+def main(argv):
+    if not argv or argv[0] not in ("demo", "test"):
+        print(__doc__)
+        return 2
+    return demo() if argv[0] == "demo" else test(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
