@@ -24,6 +24,9 @@ from ._random_state import Generator, manual_seed, seed, initial_seed, get_rng_s
 from . import _ops
 from ._ops import MODULES as _OP_MODULES
 from . import library, plugins, memory, ops, _registry
+from . import _interop
+from ._interop import from_dlpack
+from ._printing import set_printoptions, get_printoptions, printoptions
 
 for _m in _OP_MODULES:
     for _name in getattr(_m, "__all__", ()):

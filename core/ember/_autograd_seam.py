@@ -5,5 +5,8 @@ Until then tensors cannot require grad, so these are never reached with grad sta
 
 
 def on_view(base, view):
-    """Called when a view is made of a tensor with autograd state."""
-    raise NotImplementedError("autograd is not implemented yet")
+    """Called when a view is made of a tensor with autograd state.
+
+    Until the engine exists a view only inherits ``requires_grad`` (no graph is recorded).
+    """
+    view._requires_grad = base._requires_grad

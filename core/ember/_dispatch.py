@@ -104,6 +104,8 @@ class OpDef:
     # ------------------------------------------------------------ resolution
     def resolve(self, key):
         """The kernel for ``key`` = (device type, layout name, dtype), by the documented order."""
+        from . import _registry
+        _registry.ensure_loaded()   # first use of ember: discover plugins before looking
         dev, lay, dt = key
         k = self.kernels
         for probe in ((dev, lay, dt), (dev, lay, ANY), (ANY, lay, dt), (ANY, lay, ANY)):
@@ -116,8 +118,6 @@ class OpDef:
             self.cache[key] = self.composite
             self.sources[key] = "composite"
             return self.composite
-        from . import _registry
-        _registry.ensure_loaded()
         dtype_ = _registry.device_types.get(dev)
         if dtype_ is not None and dtype_.fallback is not None:
             fn = _make_fallback(self, key, dtype_.fallback)
@@ -203,45 +203,47 @@ def _call_args(schema):
     return ", ".join(a.name if not a.kwarg_only else f"{a.name}={a.name}" for a in schema.arguments)
 
 
+# The generated entry points use names starting with "__" for their own variables, so no op
+# argument (an op may well have one called "dtype" or "device") is shadowed.
 _TEMPLATE_STRUCTURED = """
 def {name}({sig}):
-    device, key, shape, dtype = _meta({args})
-    kernel = _cache.get(key) or _resolve(key)
+    __device, __key, __shape, __dtype = _meta({args})
+    __kernel = _cache.get(__key) or _resolve(__key)
     if out is None:
-        out = _empty(shape, dtype, device)
+        out = _empty(__shape, __dtype, __device)
     else:
-        out = _check_out(_op, out, shape, dtype, device)
-    kernel({args}, out=out)
+        out = _check_out(_op, out, __shape, __dtype, __device)
+    __kernel({args}, out=out)
     return out
 """
 
 _TEMPLATE_STRUCTURED_MULTI = """
 def {name}({sig}):
-    device, key, specs = _meta({args})
-    kernel = _cache.get(key) or _resolve(key)
+    __device, __key, __specs = _meta({args})
+    __kernel = _cache.get(__key) or _resolve(__key)
     if out is None:
-        out = tuple(_empty(s, d, device) for s, d in specs)
+        out = tuple(_empty(s, d, __device) for s, d in __specs)
     else:
-        out = _check_outs(_op, out, specs, device)
-    kernel({args}, out=out)
+        out = _check_outs(_op, out, __specs, __device)
+    __kernel({args}, out=out)
     return _result(*out)
 """
 
 _TEMPLATE_INPLACE = """
 def {name}_({sig}):
-    device, key, shape, dtype = _meta({args})
-    _check_inplace(_op, {first}, shape, dtype, device)
-    kernel = _cache.get(key) or _resolve(key)
-    kernel({args}, out={first})
+    __device, __key, __shape, __dtype = _meta({args})
+    _check_inplace(_op, {first}, __shape, __dtype, __device)
+    __kernel = _cache.get(__key) or _resolve(__key)
+    __kernel({args}, out={first})
     _bump({first})
     return {first}
 """
 
 _TEMPLATE_FREEFORM = """
 def {name}({sig}):
-    device, key = _meta({args})
-    kernel = _cache.get(key) or _resolve(key)
-    return kernel({args})
+    __device, __key = _meta({args})
+    __kernel = _cache.get(__key) or _resolve(__key)
+    return __kernel({args})
 """
 
 

@@ -69,6 +69,7 @@ def empty_on(shape, dtype, device):
         t._storage = st
     else:
         t._storage = alloc.malloc(numel * dtype.itemsize)
+        t._native = None
     t._shape = shape
     t._stride = stride
     t._offset = 0

@@ -116,6 +116,10 @@ def _view_strides(old_shape, old_stride, new_shape):
     return tuple(new_stride)
 
 
+# (shape, stride, requested sizes) -> (new shape, new stride) for view()
+_VIEW_CACHE: dict = {}
+
+
 class Tensor:
     """A multi-dimensional array on one device (matches torch.Tensor).
 
@@ -125,9 +129,12 @@ class Tensor:
     Construct tensors with ``ember.tensor``, ``ember.zeros``, ... rather than this class.
     """
 
-    # class-level defaults: only the hot attributes are set per instance
+    # the hot attributes are slots, set by every constructor (_factory.empty_on, _view, detach,
+    # runtimes' wrap functions); the rest are class-level defaults, stored per instance only when set
+    __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device",
+                 "_native",            # a backend's cached native view of this tensor (numpy array on cpu)
+                 "__dict__", "__weakref__")
     _layout = strided
-    _native = None          # a backend's cached native view of this tensor (numpy array on cpu)
     _vc = None              # version counter, a one-element list shared with views; None = version 0
     _base = None            # the tensor this one is a view of
     _requires_grad = False
@@ -276,6 +283,7 @@ class Tensor:
         t._offset = offset
         t._dtype = self._dtype
         t._device = self._device
+        t._native = None
         base = self._base
         t._base = self if base is None else base
         vc = self._vc
@@ -315,8 +323,24 @@ class Tensor:
         RuntimeError, in PyTorch's words, when the strides make a view impossible
         ("use .reshape(...) instead"). Matches torch.Tensor.view.
         """
+        key = (self._shape, self._stride, shape)
+        stride = _VIEW_CACHE.get(key)
+        if stride is not None:   # memoised; 2.0 == 2 hashes alike, so the sizes' types are checked
+            for s in shape:
+                if s.__class__ is not int:
+                    break
+            else:
+                return self._view(stride[0], stride[1], self._offset)
         if len(shape) == 1 and isinstance(shape[0], D.dtype):
             return self._view_dtype(shape[0])
+        r = self._view_slow(shape)
+        if len(_VIEW_CACHE) > 4096:
+            _VIEW_CACHE.clear()
+        if builtins.all(type(s) is int for s in shape):
+            _VIEW_CACHE[key] = (r._shape, r._stride)
+        return r
+
+    def _view_slow(self, shape):
         shape = _size_args(shape, "view")
         cur = self._shape
         if shape == cur:
@@ -618,6 +642,51 @@ class Tensor:
             out.append(self.narrow(d, start, b - start))
             start = b
         return tuple(out)
+
+    # ------------------------------------------------------------ autograd metadata (the engine is its own issue)
+    @property
+    def requires_grad(self) -> builtins.bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        """Mark this tensor as needing gradients (floating / complex dtypes only, as PyTorch).
+
+        RuntimeError "only Tensors of floating point and complex dtype can require gradients"
+        otherwise. Gradients themselves come with the autograd engine (``backward`` raises
+        NotImplementedError until then).
+        """
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = builtins.bool(requires_grad)
+        return self
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> builtins.bool:
+        return self._grad_fn is None
+
+    def detach(self):
+        """A view sharing storage that does not require grad."""
+        t = _new(Tensor)
+        t._storage, t._shape, t._stride, t._offset = self._storage, self._shape, self._stride, self._offset
+        t._dtype, t._device, t._vc = self._dtype, self._device, self._vc
+        t._native = self._native
+        return t
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Not available yet: ember's autograd engine is a separate issue."""
+        raise NotImplementedError("ember's autograd engine is not implemented yet")
 
     # ------------------------------------------------------------ conversion
     def __len__(self):

@@ -67,7 +67,9 @@ def _to_host(data):
 
 
 def _from_host(arr, dtype, device):
-    arr = np.ascontiguousarray(arr, dtype=dtype.numpy_dtype)
+    arr = np.asarray(arr, dtype=dtype.numpy_dtype)   # keeps 0-dim arrays 0-dim (ascontiguousarray would not)
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
     t = empty_on(tuple(arr.shape), dtype, device)
     if arr.size:
         _registry.device_type(device.type).runtime.from_numpy(t, arr)
@@ -266,3 +268,34 @@ def eye(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False,
     if n < 0 or m < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n if n < 0 else m}")
     return _finish(_eye(n, m, dtype or D.get_default_dtype(), _device(device), out=out), requires_grad)
+
+
+def _bind():
+    from .._tensor import Tensor as T
+
+    def new_empty(self, size, *, dtype=None, device=None, requires_grad=False):
+        """``empty(size)`` with self's dtype and device unless given (matches torch.Tensor.new_empty)."""
+        return empty(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+
+    def new_zeros(self, size, *, dtype=None, device=None, requires_grad=False):
+        """``zeros(size)`` with self's dtype and device unless given."""
+        return zeros(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+
+    def new_ones(self, size, *, dtype=None, device=None, requires_grad=False):
+        """``ones(size)`` with self's dtype and device unless given."""
+        return ones(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        """``full(size, fill_value)`` with self's dtype and device unless given."""
+        return full(size, fill_value, dtype=dtype or self._dtype, device=device or self._device,
+                    requires_grad=requires_grad)
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        """``tensor(data)`` with self's dtype and device unless given."""
+        return tensor(data, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+
+    T.new_empty, T.new_zeros, T.new_ones, T.new_full, T.new_tensor = new_empty, new_zeros, new_ones, new_full, \
+        new_tensor
+
+
+_bind()

@@ -35,7 +35,7 @@ UNARY = [
     ("expm1", "float", True, "exp(x) - 1, accurate for small x."),
     ("sqrt", "float", True, "Square root."),
     ("rsqrt", "float", True, "1 / sqrt(x)."),
-    ("square", "same", True, "x * x."),
+    ("square", "square", True, "x * x (bool -> int64, as x ** 2)."),
     ("sin", "float", True, "Sine (radians)."),
     ("cos", "float", True, "Cosine (radians)."),
     ("tan", "float", True, "Tangent (radians)."),
@@ -78,7 +78,7 @@ BINARY = [
     ("remainder", "real", False, True, True, "Python-style modulus (sign of the divisor)."),
     ("fmod", "real", False, True, True, "C-style modulus (sign of the dividend)."),
     ("atan2", "float", False, True, True, "Arctangent of self / other, by quadrant."),
-    ("hypot", "float", False, True, True, "sqrt(self**2 + other**2)."),
+    ("hypot", "promote", False, True, True, "sqrt(self**2 + other**2) (floating inputs only)."),
     ("copysign", "float", False, True, True, "|self| with other's sign."),
     ("maximum", "real", False, True, False, "Elementwise maximum (NaN propagates)."),
     ("minimum", "real", False, True, False, "Elementwise minimum (NaN propagates)."),
@@ -101,8 +101,37 @@ BINARY = [
 ]
 
 
+_NI = None   # PyTorch's NotImplementedError '"op" not implemented for 'Bool'' (see _meta.check_dtype_errors)
+_NO_BOOL, _NO_COMPLEX, _FLOAT_ONLY = {"bool": _NI}, {"complex": _NI}, {"bool": _NI, "int": _NI, "complex": _NI}
+
+
+def _rounding(name):
+    return {"bool": _NI, "complex": NotImplementedError(f"{name} is not supported for complex inputs")}
+
+
+#: dtype categories an op refuses, with PyTorch's exception (checked by the meta, so every
+#: backend refuses alike); ops not listed accept every dtype their rule allows
+ERRORS = {
+    "abs": _NO_BOOL,
+    "sign": {"complex": NotImplementedError("Unlike NumPy, ember.sign is not intended to support complex numbers. "
+                                            "Please use ember.sgn instead.")},
+    "erf": _NO_COMPLEX, "erfc": _NO_COMPLEX, "erfinv": _NO_COMPLEX,
+    "floor": _rounding("floor"), "ceil": _rounding("ceil"), "trunc": _rounding("trunc"),
+    "frac": _FLOAT_ONLY,
+    "isposinf": {"complex": RuntimeError("isposinf does not support complex inputs.")},
+    "isneginf": {"complex": RuntimeError("isneginf does not support complex inputs.")},
+    "signbit": {"complex": NotImplementedError("signbit is not implemented for complex tensors.")},
+    "positive": {"bool": RuntimeError("The `+` operator, on a bool tensor is not supported.")},
+    "floor_divide": {"bool": _NI, "complex": _NI}, "remainder": {"bool": _NI, "complex": _NI},
+    "fmod": {"bool": _NI, "complex": _NI}, "div_trunc": {"bool": _NI, "complex": _NI},
+    "atan2": _NO_COMPLEX, "copysign": _NO_COMPLEX, "hypot": _FLOAT_ONLY,
+    "lt": _NO_COMPLEX, "le": _NO_COMPLEX, "gt": _NO_COMPLEX, "ge": _NO_COMPLEX,
+    "bitwise_left_shift": _NO_BOOL, "bitwise_right_shift": _NO_BOOL,
+}
+
+
 def _declare_unary(name, rule, inplace, doc):
-    meta = make_unary_meta(name, rule)
+    meta = make_unary_meta(name, rule, errors=ERRORS.get(name))
     fn = declare(f"{name}(Tensor self) -> Tensor", meta, inplace=inplace,
                  doc=f"{doc} Elementwise; matches torch.{name}. Shape kept; dtype rule '{rule}'.")
     _g[name] = fn
@@ -112,7 +141,7 @@ def _declare_unary(name, rule, inplace, doc):
 
 
 def _declare_binary(name, rule, alpha, bool_ok, inplace, doc):
-    meta = make_binary_meta(name, rule, alpha=alpha, bool_ok=bool_ok)
+    meta = make_binary_meta(name, rule, alpha=alpha, bool_ok=bool_ok, errors=ERRORS.get(name))
     extra = ", *, Scalar alpha=1" if alpha else ""
     fn = declare(f"{name}(Tensor self, Tensor other{extra}) -> Tensor", meta, inplace=inplace,
                  doc=f"{doc} Matches torch.{name}; the result shape is the broadcast of the inputs' "
@@ -127,6 +156,18 @@ for _row in UNARY:
     _declare_unary(*_row)
 for _row in BINARY:
     _declare_binary(*_row)
+
+_abs_inplace = abs_
+
+
+def abs_(self):
+    """In-place ``abs``; RuntimeError for complex tensors (the result is real), as PyTorch."""
+    if isinstance(self, Tensor) and self._dtype.is_complex:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return _abs_inplace(self)
+
+
+abs_._op = _abs_inplace._op
 
 # aliases PyTorch has
 multiply, subtract, divide_t, greater, greater_equal, less, less_equal, not_equal = \
@@ -153,7 +194,8 @@ def div(input, other, *, rounding_mode=None, out=None):
                      f"'{rounding_mode}'")
 
 
-_div_trunc = declare("div_trunc(Tensor self, Tensor other) -> Tensor", make_binary_meta("div", "real"),
+_div_trunc = declare("div_trunc(Tensor self, Tensor other) -> Tensor",
+                     make_binary_meta("div_trunc", "real", errors=ERRORS["div_trunc"]),
                      inplace=True, doc="self / other rounded toward zero.")
 
 
@@ -180,6 +222,8 @@ _pow_binary = make_binary_meta("pow", "promote")
 def _pow_meta(self, exponent):
     r = _pow_binary(self, exponent)
     dt = r[3]
+    if dt is D.bool and isinstance(self, Tensor) and isinstance(exponent, Tensor):
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
     if not (dt.is_floating_point or dt.is_complex) and dt is not D.bool:
         e = exponent
         if isinstance(e, numbers.Integral) and e < 0:
@@ -274,8 +318,14 @@ def clamp_max(input, max):
 
 
 def _lerp_meta(self, end, weight):
+    check_tensor(self, "lerp")
     device = same_device(self, end, weight)
-    dt = D.result_type(self, end)
+    dt = self._dtype
+    if not (dt.is_floating_point or dt.is_complex):
+        raise NotImplementedError(f"\"lerp\" not implemented for '{D.torch_name(dt)}'")
+    for name, x in (("end", end), ("weight", weight)):
+        if isinstance(x, Tensor) and x._dtype is not dt:
+            raise RuntimeError(f"expected dtype {_pt_name(dt)} for `{name}` but got dtype {_pt_name(x._dtype)}")
     shapes = [x._shape for x in (self, end, weight) if isinstance(x, Tensor)]
     return device, (device.type, self._layout.name, dt), broadcast_shapes(*shapes), dt
 
@@ -285,16 +335,37 @@ lerp = declare("lerp(Tensor self, Tensor end, Tensor weight) -> Tensor", _lerp_m
 lerp_ = lerp.inplace
 
 
+def _pt_name(d):
+    # the lower-case names PyTorch's lerp messages use ("expected dtype float ... got dtype double")
+    return {"float32": "float", "float64": "double", "float16": "half"}.get(d.name, d.name)
+
+
 def _addc_meta(self, tensor1, tensor2, value=1):
+    for i, x in enumerate((self, tensor1, tensor2)):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"argument {i + 1} must be Tensor, not {type(x).__name__}")
     device = same_device(self, tensor1, tensor2)
     dt = D.result_type(self, tensor1, tensor2)
     return device, (device.type, self._layout.name, dt), broadcast_shapes(self._shape, tensor1._shape,
                                                                          tensor2._shape), dt
 
 
+def _addcdiv_meta(self, tensor1, tensor2, value=1):
+    r = _addc_meta(self, tensor1, tensor2, value)
+    if not (tensor1._dtype.is_floating_point or tensor1._dtype.is_complex or tensor2._dtype.is_floating_point
+            or tensor2._dtype.is_complex):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform "
+            "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + "
+            "value * ember.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * "
+            "tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+    return r
+
+
 addcmul = declare("addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", _addc_meta,
                   inplace=True, doc="self + value * tensor1 * tensor2 (matches torch.addcmul).")
-addcdiv = declare("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", _addc_meta,
+addcdiv = declare("addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor", _addcdiv_meta,
                   inplace=True, doc="self + value * tensor1 / tensor2 (matches torch.addcdiv).")
 addcmul_, addcdiv_ = addcmul.inplace, addcdiv.inplace
 __all__ += ["where", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul", "addcdiv", "float_power"]
@@ -302,42 +373,29 @@ __all__ += ["where", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul
 
 # ---------------------------------------------------------------- Tensor methods and operators
 def _rsub(self, other, *, alpha=1):
-    """other - alpha * self."""
-    return sub(other, self, alpha=alpha) if isinstance(other, Tensor) else add(neg(self) if alpha == 1 else
-                                                                              mul(self, -alpha), other)
+    """other - alpha * self (``other`` may be a Python scalar: the kernels keep the operand order)."""
+    return sub(other, self, alpha=alpha)
 
 
 def rsub(input, other, *, alpha=1):
-    return _rsub(input, other, alpha=alpha)
+    """other - alpha * input (matches torch.rsub)."""
+    return sub(other, input, alpha=alpha)
 
 
 def _rdiv(self, other):
-    return true_divide(other, self) if isinstance(other, Tensor) else mul(reciprocal(self), other)
+    return true_divide(other, self)
 
 
 def _rpow(self, other):
-    from .._factory import empty_on
-    if isinstance(other, Tensor):
-        return pow(other, self)
-    base = empty_on((), D.result_type(other, self) if not self._dtype.is_floating_point else self._dtype,
-                    self._device)
-    from ._copy import fill_
-    fill_(base, other)
-    return pow(base, self)
+    return pow(other, self)
 
 
 def _rfloordiv(self, other):
-    return floor_divide(other, self) if isinstance(other, Tensor) else floor_divide(_scalar_like(other, self), self)
+    return floor_divide(other, self)
 
 
 def _rmod(self, other):
-    return remainder(other, self) if isinstance(other, Tensor) else remainder(_scalar_like(other, self), self)
-
-
-def _scalar_like(value, like):
-    from .._factory import empty_on
-    from ._copy import fill_
-    return fill_(empty_on((), D.result_type(value, like), like._device), value)
+    return remainder(other, self)
 
 
 def _bind():

@@ -15,7 +15,7 @@ from .._dispatch import _META_CACHES
 from .._tensor import Tensor, _wrap_dim
 
 __all__ = ["same_device", "broadcast_shapes", "make_binary_meta", "make_unary_meta", "key_of", "wrap_dim",
-           "reduce_dims", "meta_cache", "check_tensor"]
+           "reduce_dims", "reduced_shape", "meta_cache", "check_tensor", "check_dtype_errors"]
 
 wrap_dim = _wrap_dim
 _CACHE_LIMIT = 8192
@@ -83,14 +83,14 @@ def _broadcast2(a, b):
         return a
     la, lb = len(a), len(b)
     n = la if la > lb else lb
-    out = []
-    for i in range(n):
+    out = [0] * n
+    for i in range(n - 1, -1, -1):   # from the last dim, so the message names the one PyTorch names
         x = a[i - n + la] if i - n + la >= 0 else 1
         y = b[i - n + lb] if i - n + lb >= 0 else 1
         if x == y or y == 1:
-            out.append(x)
+            out[i] = x
         elif x == 1:
-            out.append(y)
+            out[i] = y
         else:
             raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
                                f"non-singleton dimension {i}")
@@ -106,9 +106,33 @@ def _dtype_name(d):
 
 
 # ---------------------------------------------------------------- binary elementwise
-def _binary_dtypes(rule, opname, self, other):
+def _category(d):
+    """'bool' | 'int' | 'float' | 'complex': the row of a dtype in an op's ``errors`` table."""
+    return "bool" if d is D.bool else "complex" if d.is_complex else "float" if d.is_floating_point else "int"
+
+
+def _not_implemented(opname, d):
+    # PyTorch raises NotImplementedError (a RuntimeError) when an op has no kernel for a dtype
+    return NotImplementedError(f"\"{opname}\" not implemented for '{_dtype_name(d)}'")
+
+
+def check_dtype_errors(opname, errors, d):
+    """Raise the error ``errors`` declares for ``d``'s category, if any.
+
+    ``errors`` maps a category ('bool', 'int', 'float', 'complex') to ``None`` (PyTorch's
+    NotImplementedError '"op" not implemented for 'Long'') or an exception instance to raise.
+    """
+    if errors:
+        cat = _category(d)
+        if cat in errors:
+            e = errors[cat]
+            raise _not_implemented(opname, d) if e is None else type(e)(*e.args)
+
+
+def _binary_dtypes(rule, opname, self, other, errors=None):
     """(compute dtype, output dtype) for a binary elementwise op under ``rule``."""
     compute = D.result_type(self, other)
+    check_dtype_errors(opname, errors, compute)
     if rule == "promote":
         return compute, compute
     if rule == "float":          # true division, atan2, ...: integers compute in the default float
@@ -121,7 +145,7 @@ def _binary_dtypes(rule, opname, self, other):
         return compute, D.bool
     if rule == "integral":       # bitwise ops, shifts, gcd
         if compute.is_floating_point or compute.is_complex:
-            raise RuntimeError(f"\"{opname}_cpu\" not implemented for '{_dtype_name(compute)}'".replace("_cpu", ""))
+            raise _not_implemented(opname, compute)
         return compute, compute
     if rule == "real":           # maximum, remainder, fmod, floor_divide: not for complex
         if compute.is_complex:
@@ -130,11 +154,17 @@ def _binary_dtypes(rule, opname, self, other):
     raise AssertionError(rule)
 
 
-def make_binary_meta(opname, rule="promote", *, alpha=False, bool_ok=True):
+def _is_boolish(x):
+    return x.__class__ is builtins.bool or (isinstance(x, Tensor) and x._dtype is D.bool)
+
+
+def make_binary_meta(opname, rule="promote", *, alpha=False, bool_ok=True, errors=None):
     """A memoising meta function for a broadcasting binary op.
 
     Returns ``meta(self, other[, alpha]) -> (device, key, shape, out_dtype)`` where
     the key's dtype is the computation dtype. Either operand may be a Python scalar.
+    ``bool_ok=False`` refuses bool operands with PyTorch's subtraction message;
+    ``errors`` (see ``check_dtype_errors``) refuses categories of the promoted dtype.
     """
     cache = meta_cache()
 
@@ -148,12 +178,13 @@ def make_binary_meta(opname, rule="promote", *, alpha=False, bool_ok=True):
             raise TypeError(f"{opname}(): argument 'other' (position 2) must be Tensor or Number, not "
                             f"{type(other).__name__}")
         device = same_device(self, other)
-        compute, out = _binary_dtypes(rule, opname, self, other)
-        if not bool_ok and compute is D.bool:
-            if opname == "sub":
+        if not bool_ok and (_is_boolish(self) or _is_boolish(other)):
+            if _is_boolish(self) and _is_boolish(other):
                 raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use "
                                    "the `^` or `logical_xor()` operator instead.")
-            raise RuntimeError(f"{opname}: bool tensors are not supported")
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+        compute, out = _binary_dtypes(rule, opname, self, other, errors)
         shape = _broadcast2(self._shape, other._shape) if isinstance(other, Tensor) else self._shape
         layout = self._layout
         return device, (device.type, layout.name, compute), shape, out
@@ -193,18 +224,20 @@ def _check_alpha(opname, dtype, alpha):
 
 
 # ---------------------------------------------------------------- unary elementwise
-def make_unary_meta(opname, rule="same"):
+def make_unary_meta(opname, rule="same", errors=None):
     """A memoising meta for a unary elementwise op: ``meta(self, *extra) -> (device, key, shape, dtype)``.
 
     rule: "same" (dtype kept), "float" (integers and bool compute in the default float),
     "bool" (output bool), "real" (complex -> its real dtype, e.g. abs), "no_bool",
-    "no_complex", "integral" (bitwise_not).
+    "no_complex", "integral" (bitwise_not), "square" (bool -> int64, as x ** 2).
+    ``errors`` (see ``check_dtype_errors``) refuses categories of the input dtype.
     """
     cache = meta_cache()
 
     def slow(self):
         check_tensor(self, opname)
         dt = self._dtype
+        check_dtype_errors(opname, errors, dt)
         compute = out = dt
         if rule == "float":
             if not (dt.is_floating_point or dt.is_complex):
@@ -213,6 +246,9 @@ def make_unary_meta(opname, rule="same"):
             out = D.bool
         elif rule == "real":
             out = dt.to_real
+        elif rule == "square":
+            if dt is D.bool:
+                compute = out = D.int64
         elif rule == "no_bool" and dt is D.bool:
             raise RuntimeError(f"{opname}: bool tensors are not supported" if opname != "neg" else
                                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
@@ -220,7 +256,7 @@ def make_unary_meta(opname, rule="same"):
         elif rule == "no_complex" and dt.is_complex:
             raise RuntimeError(f"{opname} is not supported for complex inputs")
         elif rule == "integral" and (dt.is_floating_point or dt.is_complex):
-            raise RuntimeError(f"\"{opname}\" not implemented for '{_dtype_name(dt)}'")
+            raise _not_implemented(opname, dt)
         return self._device, (self._device.type, self._layout.name, compute), self._shape, out
 
     def meta(self, *extra):

@@ -14,6 +14,9 @@ def np_view(t) -> np.ndarray:
     """The numpy view of a cpu tensor (shares memory), cached on the tensor."""
     a = t._native
     if a is None:
+        if 0 in t._shape:   # numpy refuses some empty views at the end of a buffer; nothing to share
+            a = t._native = np.empty(t._shape, t._dtype.numpy_dtype)
+            return a
         isz = t._dtype.itemsize
         st = t._stride
         a = np.ndarray(t._shape, t._dtype.numpy_dtype, t._storage._handle, t._offset * isz,
@@ -24,6 +27,8 @@ def np_view(t) -> np.ndarray:
 
 class _Foreign:
     """Allocator stand-in for storages over memory ember did not allocate (from_numpy)."""
+
+    native = None
 
     def __init__(self, raw):
         self.raw = raw

@@ -19,7 +19,19 @@ _T = Tensor
 
 
 def _sigmoid(x, out=None):
+    if x.dtype.kind == "c":     # scipy's expit has no complex loop
+        r = 1 / (1 + np.exp(-x))
+        if out is None:
+            return r
+        np.copyto(out, r)
+        return out
     return sp.expit(x, out=out) if out is not None else sp.expit(x)
+
+
+def _sign(x, out=None):
+    if x.dtype == np.bool_:     # numpy's sign has no bool loop; sign(bool) is the value itself
+        return _positive(x, out=out)
+    return np.sign(x, out=out)
 
 
 def _rsqrt(x, out=None):
@@ -39,7 +51,7 @@ def _sgn(x, out=None):
             out[...] = r
             return out
         return r
-    return np.sign(x, out=out)
+    return _sign(x, out=out)
 
 
 def _int_identity(f):
@@ -78,7 +90,7 @@ def _square(x, out=None):
 
 
 UNARY = {
-    "neg": np.negative, "abs": np.abs, "sign": np.sign, "sgn": _sgn, "exp": np.exp, "exp2": np.exp2, "log": np.log,
+    "neg": np.negative, "abs": np.abs, "sign": _sign, "sgn": _sgn, "exp": np.exp, "exp2": np.exp2, "log": np.log,
     "log2": np.log2, "log10": np.log10, "log1p": np.log1p, "expm1": np.expm1, "sqrt": np.sqrt, "rsqrt": _rsqrt,
     "square": _square, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
     "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "asinh": np.arcsinh,
@@ -99,8 +111,15 @@ _MAY_WARN = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "r
 # add / sub / mul skip it: a float overflow to inf there shows numpy's RuntimeWarning (documented)
 
 
+#: unary ops that compute integer (and bool) inputs in the default float dtype
+_UNARY_TO_FLOAT = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan",
+                   "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "erf",
+                   "erfc", "erfinv", "reciprocal"}
+
+
 def make_unary(f, name=""):
     quiet = name not in _MAY_WARN
+    to_float = name in _UNARY_TO_FLOAT
 
     def kernel(self, *, out):
         o = out._native
@@ -116,11 +135,15 @@ def make_unary(f, name=""):
                 with np.errstate(all="ignore"):
                     f(a, out=o)
             return
-        # computation dtype: the output's, except for predicates (bool out) which look at the input
-        cd = compute_np(self._dtype if out._dtype is ember.bool or out._dtype is self._dtype.to_real
-                        and self._dtype.is_complex else out._dtype)
+        # computation dtype (PyTorch's common dtype, whatever the out= dtype): a floating input's
+        # own; integers in the default float for float ops, else their own
+        sd = self._dtype
+        ed = ember.get_default_dtype() if to_float and not (sd.is_floating_point or sd.is_complex) else sd
+        cd = compute_np(ed)
         with np.errstate(all="ignore"):
             r = f(a.astype(cd, copy=False))
+        if cd != ed.numpy_dtype and out._dtype is not ed and out._dtype is not ember.bool:
+            r = r.astype(ed.numpy_dtype)       # low precision: rounded to the common dtype first
         np.copyto(o, r, casting="unsafe")
     kernel.__name__ = f"cpu_{getattr(f, '__name__', 'unary')}"
     return kernel
@@ -154,6 +177,23 @@ def _shift_right(a, b, out=None):
 
 
 def _pow(a, b, out=None):
+    if np.result_type(a, b) == np.bool_:   # bool ** bool scalar: numpy has no bool loop
+        r = np.power(np.asarray(a, np.uint8), np.asarray(b, np.uint8)).astype(np.bool_)
+        if out is None:
+            return r
+        np.copyto(out, r)
+        return out
+    if np.result_type(a, b).kind in "iu" and np.any(np.asarray(b) < 0):
+        # numpy refuses integer ** negative integer; PyTorch gives 1 ** n = 1, (-1) ** n = +-1, else 0
+        a, b = np.broadcast_arrays(a, b)
+        with np.errstate(all="ignore"):
+            r = np.power(a, np.abs(b))
+        neg = b < 0
+        r = np.where(neg, np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0)), r)
+        if out is None:
+            return r.astype(np.result_type(a, b), copy=False)
+        np.copyto(out, r, casting="unsafe")
+        return out
     return np.power(a, b, out=out)
 
 
@@ -177,14 +217,12 @@ _FLOAT_RULE = {"true_divide", "atan2", "hypot", "copysign"}
 _BOOL_OUT = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor"}
 
 
-def _compute_dtype(name, self, other, out):
-    if name in _BOOL_OUT:
-        d = ember.result_type(self, other)
-    else:
-        d = out._dtype
-        if name in _FLOAT_RULE and not (d.is_floating_point or d.is_complex):
-            d = ember.get_default_dtype()
-    return compute_np(d)
+def _common_dtype(name, self, other):
+    """PyTorch's common dtype of the operands (not the out= dtype, which may be wider)."""
+    d = ember.result_type(self, other)
+    if name in _FLOAT_RULE and not (d.is_floating_point or d.is_complex):
+        d = ember.get_default_dtype()
+    return d
 
 
 def _slow_binary(f, name, self, other, out, alpha):
@@ -195,13 +233,16 @@ def _slow_binary(f, name, self, other, out, alpha):
     else:
         a = np_view(self)
         b = np_view(other) if isinstance(other, _T) else other
-    cd = _compute_dtype(name, self, other, out)
+    ed = _common_dtype(name, self, other)
+    cd = compute_np(ed)
     a = a.astype(cd, copy=False) if isinstance(a, np.ndarray) else np.asarray(a).astype(cd)
     b = b.astype(cd, copy=False) if isinstance(b, np.ndarray) else np.asarray(b).astype(cd)
     if alpha != 1:
         b = b * np.asarray(alpha).astype(cd)
     with np.errstate(all="ignore"):
         r = f(a, b)
+    if cd != ed.numpy_dtype and out._dtype is not ed and name not in _BOOL_OUT:
+        r = r.astype(ed.numpy_dtype)           # low precision: rounded to the common dtype first
     np.copyto(np_view(out), r, casting="unsafe")
 
 
@@ -280,7 +321,7 @@ def nan_to_num(self, nan=0.0, posinf=None, neginf=None, *, out):
     if a.dtype.kind not in "fc" and a.dtype not in LOWP:
         np.copyto(o, a)
         return
-    info = np.finfo(a.dtype)
+    info = ember.finfo(self._dtype)     # numpy's finfo does not know bfloat16
     r = np.nan_to_num(a.astype(compute_np(self._dtype), copy=False), nan=nan,
                       posinf=float(info.max) if posinf is None else posinf,
                       neginf=float(info.min) if neginf is None else neginf)

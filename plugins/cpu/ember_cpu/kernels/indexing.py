@@ -1,5 +1,314 @@
-"""(filled in below)"""
+"""Indexing kernels: numpy fancy indexing, ``take_along_axis`` and ``ufunc.at`` over strided views.
+
+Every kernel checks its index values before it writes anything (an in-place op that
+raises leaves its destination untouched). Out-of-place kernels copy ``self`` into
+``out`` and then work in place on ``out``. float16 / bfloat16 accumulate in float32.
+A source that shares memory with the destination is copied first.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+
+from ._util import ALL, LOWP, np_view
+
+
+# ---------------------------------------------------------------- helpers
+def _bad(i, lo, hi):
+    """The first value of ``i`` outside [lo, hi), or None."""
+    if i.size == 0:
+        return None
+    if i.min() >= lo and i.max() < hi:
+        return None
+    flat = i.reshape(-1)
+    return int(flat[np.argmax((flat < lo) | (flat >= hi))])
+
+
+def _wrapped(i, size, dim, exc=IndexError, fmt="index {v} is out of bounds for dimension {dim} with size {size}"):
+    """``i`` (negative counts from the end) as intp after a bounds check."""
+    v = _bad(i, -size, size)
+    if v is not None:
+        raise exc(fmt.format(v=v, dim=dim, size=size))
+    i = i.astype(np.intp, copy=False)
+    return np.where(i < 0, i + size, i) if i.size and i.min() < 0 else i
+
+
+def _checked(i, size, dim, exc=RuntimeError, fmt="index {v} is out of bounds for dimension {dim} with size {size}"):
+    """``i`` as intp after a check that every value is in [0, size) (no wrapping)."""
+    v = _bad(i, 0, size)
+    if v is not None:
+        raise exc(fmt.format(v=v, dim=dim, size=size))
+    return i.astype(np.intp, copy=False)
+
+
+def _init_out(self, out):
+    """``out``'s numpy view holding a copy of ``self`` (broadcast), unless out is self."""
+    o = np_view(out)
+    if out is not self:
+        np.copyto(o, np.broadcast_to(np_view(self), o.shape))
+    return o
+
+
+def _separate(src, dst):
+    """``src``, copied when it shares memory with ``dst``."""
+    return src.copy() if isinstance(src, np.ndarray) and np.may_share_memory(src, dst) else src
+
+
+class _Work:
+    """The array to accumulate in: ``o`` itself, or a float32 copy for float16 / bfloat16."""
+
+    def __init__(self, o):
+        self.o = o
+        self.a = o.astype(np.float32) if o.dtype in LOWP else o
+
+    def done(self):
+        if self.a is not self.o:
+            np.copyto(self.o, self.a, casting="unsafe")
+
+
+def _dim(dim, ndim):
+    """``dim`` made non-negative (the meta function already checked its range)."""
+    return dim + max(ndim, 1) if dim < 0 else dim
+
+
+def _at_1d(x):
+    """A 0-dim array as 1-D (PyTorch treats a 0-dim tensor as one dim of size 1 here)."""
+    return x.reshape(1) if x.ndim == 0 else x
+
+
+# ---------------------------------------------------------------- index / index_put
+def _index_tuple(a, indices):
+    idx = []
+    k = 0
+    for d, t in enumerate(indices):
+        if t is None:
+            idx.append(slice(None))
+        else:
+            idx.append(_wrapped(np_view(t), a.shape[d], k))
+            k += 1
+    return tuple(idx)
+
+
+def index(self, indices, *, out):
+    a = np_view(self)
+    idx = _index_tuple(a, indices)
+    np.copyto(np_view(out), a[idx] if idx else a)
+
+
+def index_put(self, indices, values, accumulate=False, *, out):
+    a = np_view(self)
+    idx = _index_tuple(a, indices)          # checks before anything is written
+    o = _init_out(self, out)
+    v = _separate(np_view(values), o)
+    if not idx:
+        idx = (Ellipsis,)
+    if not accumulate:
+        o[idx] = v
+        return
+    w = _Work(o)
+    np.add.at(w.a, idx, v.astype(w.a.dtype, copy=False))
+    w.done()
+
+
+# ---------------------------------------------------------------- gather / scatter
+def _scatter_coords(i, dim):
+    """An advanced-index tuple reaching, for each element of ``i``, position i[...] along dim."""
+    n = i.ndim
+    return tuple(i if d == dim else np.arange(i.shape[d]).reshape([-1 if k == d else 1 for k in range(n)])
+                 for d in range(n))
+
+
+def _leading(x, shape):
+    """``x[:shape[0], :shape[1], ...]``."""
+    return x[tuple(slice(0, s) for s in shape)]
+
+
+def gather(self, dim, index, *, sparse_grad=False, out):
+    i = _at_1d(np_view(index))
+    if i.size == 0:
+        return
+    a = _at_1d(np_view(self))
+    dim = _dim(dim, a.ndim)
+    i = _checked(i, a.shape[dim], dim)
+    sub = a[tuple(slice(None) if d == dim else slice(0, i.shape[d]) for d in range(a.ndim))]
+    np.copyto(np_view(out), np.take_along_axis(sub, i, axis=dim).reshape(out._shape))
+
+
+def _scatter_prep(self, dim, index, out):
+    dim = _dim(dim, len(self._shape))
+    i = _at_1d(np_view(index))
+    dim = _dim(dim, len(self._shape))
+    size = _at_1d(np_view(self)).shape[dim]
+    i = _checked(i, size, dim)              # before anything is written
+    o = _init_out(self, out)
+    return _at_1d(o), i, dim
+
+
+def scatter(self, dim, index, src, *, reduce=None, out):
+    o, i, dim = _scatter_prep(self, dim, index, out)
+    if i.size == 0:
+        return
+    coords = _scatter_coords(i, dim)
+    if isinstance(src, ember.Tensor):
+        v = _separate(_leading(_at_1d(np_view(src)), i.shape), o)
+    else:
+        v = src
+    if reduce is None:
+        o[coords] = v
+        return
+    w = _Work(o)
+    v = np.asarray(v).astype(w.a.dtype) if not isinstance(v, np.ndarray) else v.astype(w.a.dtype, copy=False)
+    (np.add if reduce == "add" else np.multiply).at(w.a, coords, np.broadcast_to(v, i.shape))
+    w.done()
+
+
+def scatter_add(self, dim, index, src, *, out):
+    o, i, dim = _scatter_prep(self, dim, index, out)
+    if i.size == 0:
+        return
+    w = _Work(o)
+    v = _separate(_leading(_at_1d(np_view(src)), i.shape), o)
+    np.add.at(w.a, _scatter_coords(i, dim), v.astype(w.a.dtype, copy=False))
+    w.done()
+
+
+def _identity(reduce, dt):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dt.kind == "b":
+        return reduce == "amin"
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return info.min if reduce == "amax" else info.max
+    return -np.inf if reduce == "amax" else np.inf
+
+
+_UFUNC = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.minimum}
+
+
+def scatter_reduce(self, dim, index, src, reduce, *, include_self=True, out):
+    o, i, dim = _scatter_prep(self, dim, index, out)
+    if i.size == 0:
+        return
+    coords = _scatter_coords(i, dim)
+    w = _Work(o)
+    a = w.a
+    v = _separate(_leading(_at_1d(np_view(src)), i.shape), o).astype(a.dtype, copy=False)
+    if not include_self:
+        a[coords] = _identity(reduce, a.dtype)
+    if reduce == "mean" and a.dtype.kind == "b":
+        raise RuntimeError("scatter_reduce(): mean is not supported for bool tensors")
+    with np.errstate(all="ignore"):
+        _UFUNC[reduce].at(a, coords, v)
+        if reduce == "mean":
+            count = np.ones(a.shape, np.int64) if include_self else np.zeros(a.shape, np.int64)
+            np.add.at(count, coords, 1)
+            count[count == 0] = 1
+            if a.dtype.kind in "iu":
+                np.floor_divide(a, count, out=a, casting="unsafe")
+            else:
+                np.divide(a, count, out=a, casting="unsafe")
+    w.done()
+
+
+# ---------------------------------------------------------------- index_select / index_add / index_copy / index_fill
+def _moved(x, dim):
+    """``x`` with ``dim`` first (a 0-dim array as 1-D)."""
+    return np.moveaxis(x, dim, 0) if x.ndim else x.reshape(1)
+
+
+def index_select(self, dim, index, *, out):
+    a = _at_1d(np_view(self))
+    dim = _dim(dim, a.ndim)
+    i = _checked(np_view(index).reshape(-1), a.shape[dim], dim, IndexError, "index out of range in self")
+    np.copyto(np_view(out), np.take(a, i, axis=dim).reshape(out._shape))
+
+
+def index_add(self, dim, index, source, *, alpha=1, out):
+    dim = _dim(dim, len(self._shape))
+    size = _at_1d(np_view(self)).shape[dim]
+    i = _checked(np_view(index).reshape(-1), size, dim)
+    o = _init_out(self, out)
+    w = _Work(o)
+    s = _moved(_separate(np_view(source), o), dim).astype(w.a.dtype, copy=False)
+    if alpha != 1:
+        if w.a.dtype.kind in "iu":
+            alpha = int(alpha)
+        s = (s * alpha).astype(w.a.dtype, copy=False)
+    np.add.at(_moved(w.a, dim), i, s)
+    w.done()
+
+
+def index_copy(self, dim, index, source, *, out):
+    dim = _dim(dim, len(self._shape))
+    size = _at_1d(np_view(self)).shape[dim]
+    i = _checked(np_view(index).reshape(-1), size, dim, IndexError,
+                 "index_copy_(): index {v} is out of bounds for dimension {dim} with size {size}")
+    o = _init_out(self, out)
+    s = _separate(np_view(source), o)
+    _moved(o, dim)[i] = _moved(s, dim)
+
+
+def index_fill(self, dim, index, value, *, out):
+    dim = _dim(dim, len(self._shape))
+    size = _at_1d(np_view(self)).shape[dim]
+    i = _wrapped(np_view(index).reshape(-1), size, dim)
+    o = _init_out(self, out)
+    _moved(o, dim)[i] = value
+
+
+# ---------------------------------------------------------------- take
+def take(self, index, *, out):
+    a = np_view(self)
+    i = np_view(index)
+    if a.size == 0 and i.size:
+        raise IndexError("take(): tried to take from an empty tensor")
+    i = _wrapped(i, a.size, 0, IndexError, "out of range: tried to access index {v} on a tensor of {size} elements.")
+    np.copyto(np_view(out), a.reshape(-1)[i])
+
+
+# ---------------------------------------------------------------- masked ops
+def masked_fill(self, mask, value, *, out):
+    o = _init_out(self, out)
+    m = np.broadcast_to(np_view(mask), o.shape)
+    if o.dtype.kind in "iu" and isinstance(value, float):
+        value = int(value)
+    np.copyto(o, np.asarray(value).astype(o.dtype), where=m)
+
+
+def masked_select(self, mask):
+    a, m = np.broadcast_arrays(np_view(self), np_view(mask))
+    r = a[m]
+    out = ember.empty((r.size,), dtype=self._dtype, device=self._device)
+    np.copyto(np_view(out), r)
+    return out
+
+
+def masked_scatter(self, mask, source, *, out):
+    m = np.broadcast_to(np_view(mask), out._shape)
+    n = int(np.count_nonzero(m))
+    if source.numel() < n:                  # before anything is written
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    o = _init_out(self, out)
+    o[m] = _separate(np_view(source), o).reshape(-1)[:n]
+
+
+# ---------------------------------------------------------------- nonzero
+def nonzero(self):
+    a = np_view(self)
+    r = np.argwhere(a.astype(np.float32) if a.dtype in LOWP else a)
+    out = ember.empty(r.shape, dtype=ember.int64, device=self._device)
+    np.copyto(np_view(out), r)
+    return out
 
 
 def register(lib):
-    pass
+    for name, fn in (("index", index), ("index_put", index_put), ("gather", gather), ("scatter", scatter),
+                     ("scatter_add", scatter_add), ("scatter_reduce", scatter_reduce),
+                     ("index_select", index_select), ("index_add", index_add), ("index_copy", index_copy),
+                     ("index_fill", index_fill), ("take", take), ("masked_fill", masked_fill),
+                     ("masked_select", masked_select), ("masked_scatter", masked_scatter), ("nonzero", nonzero)):
+        lib.impl(name, fn, device="cpu", dtypes=ALL)

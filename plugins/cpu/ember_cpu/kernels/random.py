@@ -12,10 +12,10 @@ import ember
 
 from ._util import ALL, FLOAT, np_view, write
 
-_COMPLEX = ember.library.COMPLEX if hasattr(ember.library, "COMPLEX") else frozenset({ember.complex64,
-                                                                                      ember.complex128})
+_COMPLEX = frozenset({ember.complex64, ember.complex128})
 _NOT_COMPLEX = frozenset(ALL) - frozenset(_COMPLEX)
 _BITS = {"float16": 11, "bfloat16": 8}
+_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
 
 
 def _rng(generator):
@@ -60,8 +60,9 @@ def normal(self, mean=0.0, std=1.0, *, generator, out):
 
 
 def random(self, low, high=None, *, generator, out):
-    if high is None:
-        high = ember._ops._random.random_upper(out._dtype) + 1
+    if high is None:   # up to the dtype's largest value (2**mantissa digits for floats), inclusive
+        d = out._dtype
+        high = (1 << _DIGITS[d.name] if d.is_floating_point else 1 if d is ember.bool else ember.iinfo(d).max) + 1
     write(out, _rng(generator).integers(low, high, out._shape, dtype=np.int64))
 
 

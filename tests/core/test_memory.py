@@ -1,0 +1,75 @@
+"""Memory statistics on the cpu device (the DirectAllocator) and the device modules."""
+import gc
+
+import pytest
+
+import ember
+
+
+def test_cpu_stats_follow_allocations():
+    gc.collect()
+    base = ember.memory.memory_allocated("cpu")
+    t = ember.empty(1000, dtype=ember.float64)
+    assert ember.memory.memory_allocated("cpu") == base + 8000
+    assert ember.memory.max_memory_allocated("cpu") >= base + 8000
+    v = t.view(10, 100)          # a view allocates nothing
+    assert ember.memory.memory_allocated("cpu") == base + 8000
+    del t, v
+    assert ember.memory.memory_allocated("cpu") == base
+    ember.memory.empty_cache("cpu")
+    assert ember.memory.memory_reserved("cpu") == base
+
+
+def test_stats_schema_is_fixed():
+    from ember._allocator import STAT_KEYS
+    s = ember.memory.memory_stats("cpu")
+    assert tuple(s) == STAT_KEYS
+    assert "allocated_bytes.all.peak" in s and "num_ooms" in s
+    assert "ember memory summary" in ember.memory.memory_summary("cpu")
+
+
+def test_per_process_limit_raises_out_of_memory_and_recovers():
+    ember.memory.set_per_process_memory_fraction(0.0, "cpu", total_memory=10_000_000)
+    try:
+        with pytest.raises(ember.OutOfMemoryError, match="tried to allocate"):
+            ember.empty(1000)
+        with pytest.raises(RuntimeError):   # OutOfMemoryError is a RuntimeError, as in PyTorch
+            ember.zeros(10)
+    finally:
+        ember.memory.set_per_process_memory_fraction(1.0, "cpu", total_memory=1 << 62)
+    assert ember.zeros(10).sum().item() == 0 if hasattr(ember, "sum") else True
+    with pytest.raises(ValueError, match="Invalid fraction value"):
+        ember.memory.set_per_process_memory_fraction(1.5, "cpu")
+
+
+def test_reset_peak():
+    t = ember.empty(10_000)
+    del t
+    ember.memory.reset_peak_memory_stats("cpu")
+    assert ember.memory.max_memory_allocated("cpu") == ember.memory.memory_allocated("cpu")
+
+
+def test_cpu_device_module_surface():
+    cpu = ember.cpu
+    assert cpu.is_available() and cpu.device_count() == 1
+    cpu.synchronize()
+    assert isinstance(cpu.memory_allocated(), int)
+    cpu.manual_seed(3)
+    assert cpu.initial_seed() == 3
+
+
+def test_missing_cuda_module_behaves_like_cpu_only_pytorch():
+    assert ember.cuda.is_available() is False
+    assert ember.cuda.device_count() == 0
+    with pytest.raises(RuntimeError, match="device type 'cuda' is not available: pip install ember-cuda"):
+        ember.cuda.current_device()
+    with pytest.raises(RuntimeError, match="pip install ember-cuda"):
+        ember.cuda.memory_allocated()
+
+
+def test_storage_api():
+    t = ember.arange(6, dtype=ember.int32)
+    s = t.untyped_storage()
+    assert s.nbytes() == 24 and s.device == ember.device("cpu")
+    assert t[2:].untyped_storage() is s if hasattr(ember.Tensor, "__getitem__") else True
+    assert t.narrow(0, 2, 3).data_ptr() == t.data_ptr() + 8
