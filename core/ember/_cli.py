@@ -5,8 +5,10 @@ import argparse
 import sys
 
 
-def info(out=sys.stdout) -> int:
-    """Print the plugins found (loaded / failed with the error / disabled), device types and counts."""
+def info(out=None) -> int:
+    """Print the plugins found (loaded / failed with the error / disabled), device types and counts
+    to ``out`` (default: the current ``sys.stdout``); returns the exit status 0."""
+    out = sys.stdout if out is None else out
     import ember
     from ember import _registry, plugins
     print(f"ember {ember.__version__} (plugin API {plugins.API_VERSION[0]}.{plugins.API_VERSION[1]})", file=out)

@@ -200,7 +200,12 @@ def set_default_dtype(d: dtype) -> None:
     global _default_dtype
     if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
-    _default_dtype = d
+    if d is not _default_dtype:
+        _default_dtype = d
+        # memoised meta results depend on it (int / 2, int + 2.5, sqrt(int) ...)
+        from . import _dispatch
+        for c in _dispatch._META_CACHES:
+            c.clear()
 
 
 def default_complex_dtype() -> dtype:

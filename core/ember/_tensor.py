@@ -88,8 +88,8 @@ def _infer_size(shape, numel):
 def _view_strides(old_shape, old_stride, new_shape):
     """Strides that view ``old`` as ``new_shape`` without a copy, or None (ATen's computeStride)."""
     numel = math.prod(old_shape)
-    if numel == 0:
-        # any strides work for an empty tensor; use contiguous ones
+    if numel == 0 or not old_shape:
+        # any strides work for an empty or one-element 0-dim tensor; use contiguous ones
         from ._factory import contiguous_strides
         return contiguous_strides(new_shape)[1]
     new_stride = [0] * len(new_shape)

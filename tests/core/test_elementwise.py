@@ -295,10 +295,18 @@ def test_unary_refuses_non_tensor():
         ember.exp([1.0, 2.0])
 
 
-def test_unary_default_dtype_for_integers():
+def test_default_dtype_for_integers_is_not_stale_in_meta_caches():
+    i = ember.tensor([4, 9])
+    check(ember.sqrt(i), [2.0, 3.0], "float32")
+    check(i / 2, [2.0, 4.5], "float32")
+    check(i + 0.5, [4.5, 9.5], "float32")
     ember.set_default_dtype(ember.float64)
-    r = ember.sqrt(ember.tensor([4, 9]))
-    check(r, [2.0, 3.0], "float64")
+    check(ember.sqrt(i), [2.0, 3.0], "float64")
+    check(i / 2, [2.0, 4.5], "float64")
+    check(i + 0.5, [4.5, 9.5], "float64")
+    ember.set_default_dtype(ember.float32)
+    check(ember.sqrt(i), [2.0, 3.0], "float32")
+    check(i / 2, [2.0, 4.5], "float32")
 
 
 # ---------------------------------------------------------------- binary

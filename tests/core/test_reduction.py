@@ -714,4 +714,4 @@ def test_against_torch_where_installed():
     close(ember.var(t, 1), ta.var(1).numpy(), ember.float32)
     close(ember.norm(t, 3, 0), ta.norm(3, 0).numpy(), ember.float32)
     close(ember.logsumexp(t, 1), torch.logsumexp(ta, 1).numpy(), ember.float32)
-    close(ember.sort(t, 0, descending=True).indices, torch.sort(ta, 0, descending=True, stable=True).indices.numpy())
+    close(ember.sort(t, 0, descending=True).indices, torch.sort(ta, dim=0, descending=True, stable=True).indices.numpy())

@@ -226,9 +226,6 @@ def test_t_of_1d_and_0d_is_a_view():
     assert s.t().shape == () and s.T.shape == ()
 
 
-@pytest.mark.xfail(strict=True, reason="bug in core/ember/_tensor.py: _view_strides returns None for a 0-dim "
-                                       "tensor (ATen's computeStride gives all-ones strides), so view/reshape/"
-                                       "flatten of a 0-dim tensor raise")
 def test_zero_dim_view_reshape_flatten():
     s = ember.full((), 2.5)
     assert s.flatten().shape == (1,)
@@ -309,8 +306,6 @@ def test_item_and_tolist():
     assert len(ember.ones(4, 2)) == 4
 
 
-@pytest.mark.xfail(strict=True, reason="bug in core/ember/_ops/_creation.py: _from_host uses np.ascontiguousarray, "
-                                       "which turns a 0-dim array into shape (1,)")
 def test_tensor_of_python_scalar_is_zero_dim():
     # matches torch.tensor(3.5).shape == torch.Size([])
     assert ember.tensor(3.5).shape == ()
@@ -380,8 +375,6 @@ def test_version_counter_shared_by_views_and_bumped_by_inplace():
     assert t._version == 6
 
 
-@pytest.mark.xfail(strict=True, reason="bug in core/ember/_ops/_creation.py: ones/full/zeros fill through the public "
-                                       "fill_, which bumps the version counter (torch.ones(3)._version == 0)")
 def test_new_tensors_start_at_version_zero():
     for t in (ember.ones(3), ember.zeros(3), ember.full((2,), 7.0), ember.tensor([1, 2]), ember.empty(2)):
         assert t._version == 0

@@ -17,7 +17,13 @@ from .. import _dtype as D, _registry
 from .._dispatch import declare
 from .._factory import empty_on, contiguous_strides
 from .._tensor import Tensor, _size_args
-from ._copy import fill_, copy_
+from ._copy import fill_, copy_, _fill_op
+
+
+def _filled(t, value):
+    """Fill a tensor just created (no version bump: a new tensor is at version 0, as in PyTorch)."""
+    _fill_op(t, value.item() if isinstance(value, Tensor) else value)
+    return t
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "empty", "empty_strided", "zeros", "ones", "full",
            "empty_like", "zeros_like", "ones_like", "full_like", "arange", "linspace", "logspace", "eye",
@@ -162,19 +168,19 @@ def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_gra
     if dtype is None:
         dtype = D.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value._dtype
     shape, dtype, dev = _factory_args((size,) if isinstance(size, int) else size, dtype, device, "full")
-    return _finish(fill_(empty_on(shape, dtype, dev), fill_value), requires_grad)
+    return _finish(_filled(empty_on(shape, dtype, dev), fill_value), requires_grad)
 
 
 def zeros(*size, dtype=None, layout=None, device=None, requires_grad=False, out=None):
     """A tensor of zeros (matches torch.zeros)."""
     shape, dtype, dev = _factory_args(size, dtype, device, "zeros")
-    return _finish(fill_(empty_on(shape, dtype, dev), 0), requires_grad)
+    return _finish(_filled(empty_on(shape, dtype, dev), 0), requires_grad)
 
 
 def ones(*size, dtype=None, layout=None, device=None, requires_grad=False, out=None):
     """A tensor of ones (matches torch.ones)."""
     shape, dtype, dev = _factory_args(size, dtype, device, "ones")
-    return _finish(fill_(empty_on(shape, dtype, dev), 1), requires_grad)
+    return _finish(_filled(empty_on(shape, dtype, dev), 1), requires_grad)
 
 
 def _like(input, dtype, device):
@@ -188,17 +194,17 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, dtype, dev = _like(input, dtype, device)
-    return _finish(fill_(empty_on(shape, dtype, dev), 0), requires_grad)
+    return _finish(_filled(empty_on(shape, dtype, dev), 0), requires_grad)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, dtype, dev = _like(input, dtype, device)
-    return _finish(fill_(empty_on(shape, dtype, dev), 1), requires_grad)
+    return _finish(_filled(empty_on(shape, dtype, dev), 1), requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     shape, dtype, dev = _like(input, dtype, device)
-    return _finish(fill_(empty_on(shape, dtype, dev), fill_value), requires_grad)
+    return _finish(_filled(empty_on(shape, dtype, dev), fill_value), requires_grad)
 
 
 # ---------------------------------------------------------------- sequences (kernels per device)

@@ -14,7 +14,7 @@ import numbers
 from .. import _dtype as D
 from .._dispatch import declare
 from .._tensor import Tensor
-from ._meta import make_binary_meta, make_unary_meta, same_device, broadcast_shapes, check_tensor, meta_cache
+from ._meta import make_binary_meta, make_unary_meta, same_device, broadcast_shapes, check_tensor
 
 __all__ = []  # filled from the tables below
 

@@ -75,6 +75,16 @@ def _check_scalar(value, dtype):
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
+def _wrap_int(value, dtype):
+    """A Python number stored as an integer dtype stores it (truncated, wrapped modulo 2**bits as C casts do:
+    -1 into uint8 is 255), so that fill_ never sees an out-of-range Python int."""
+    if dtype.category != D._INT or isinstance(value, bool):
+        return value
+    bits = dtype.itemsize * 8
+    v = int(value) & ((1 << bits) - 1)
+    return v - (1 << bits) if dtype.is_signed and v >= 1 << (bits - 1) else v
+
+
 def _check_index_tensor(op, index, arg="index", pos=3):
     if not isinstance(index, Tensor):
         raise TypeError(f"{op}(): argument '{arg}' (position {pos}) must be Tensor, not {type(index).__name__}")
@@ -171,16 +181,15 @@ def _expand_masks(self, indices):
             if t._dtype is D.uint8:
                 warnings.warn("indexing with dtype ember.uint8 is now deprecated, please use a dtype ember.bool "
                               "instead.", UserWarning, stacklevel=4)
-            d = len(out)
-            k = len(t._shape)
+            d, k = len(out), len(t._shape)
+            if k == 0:
+                raise IndexError("index_put(): a 0-dim boolean index adds a dim; use self[mask] = values instead")
+            if d + k > len(self._shape):
+                raise IndexError(f"too many indices for tensor of dimension {len(self._shape)}")
             for j in range(k):
-                if d + j >= len(self._shape) or t._shape[j] != self._shape[d + j]:
-                    if d + j >= len(self._shape):
-                        raise IndexError(f"too many indices for tensor of dimension {len(self._shape)}")
+                if t._shape[j] != self._shape[d + j]:
                     raise IndexError(f"The shape of the mask {_shape_str(t._shape)} at index {j} does not match the "
                                      f"shape of the indexed tensor {_shape_str(self._shape)} at index {d + j}")
-            if k == 0:
-                raise IndexError("a 0-dim boolean index needs a new dim: use self[mask] rather than index_put")
             out.extend(_columns(nonzero(t), k))
         else:
             out.append(t)
@@ -436,6 +445,7 @@ def _setitem(self, index, value):
         pass
     elif isinstance(value, (numbers.Number, np.generic)):
         _check_scalar(value, self._dtype)
+        value = _wrap_int(value.item() if isinstance(value, np.generic) else value, self._dtype)
     else:
         raise TypeError(f"can't assign a {type(value).__name__} to a {self.type()}")
     view, indices = _apply_index(self, index)
@@ -452,7 +462,7 @@ def _setitem(self, index, value):
             value.expand(view._shape)          # PyTorch's broadcast error, before anything is written
             copy_(view, value)
         else:
-            fill_(view, value.item() if isinstance(value, np.generic) else value)
+            fill_(view, value)
         return
     if isinstance(value, Tensor):
         if value._dtype is not self._dtype or value._device != self._device:
@@ -460,8 +470,7 @@ def _setitem(self, index, value):
     else:
         from ._copy import fill_
         from .._factory import empty_on
-        value = fill_(empty_on((), self._dtype, self._device), value.item() if isinstance(value, np.generic)
-                      else value)
+        value = fill_(empty_on((), self._dtype, self._device), value)
     _index_put.inplace(view, indices, value, False)
 
 

@@ -20,7 +20,7 @@ import numbers
 from .. import _dtype as D
 from .._dispatch import declare
 from .._tensor import Tensor, _wrap_dim
-from ._meta import same_device, broadcast_shapes, check_tensor, meta_cache, reduce_dims, reduced_shape
+from ._meta import same_device, broadcast_shapes, check_tensor, meta_cache
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "inner", "vdot", "outer", "ger", "addmm", "addmv", "baddbmm",
            "addbmm", "addr", "einsum", "tensordot", "kron", "chain_matmul"]

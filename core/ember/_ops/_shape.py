@@ -12,7 +12,6 @@ have kernels per device (and composites where one is cheap).
 from __future__ import annotations
 
 import builtins
-import math
 import numbers
 
 from .. import _dtype as D

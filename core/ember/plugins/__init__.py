@@ -118,7 +118,11 @@ def _load(obj, name, source):
     if name in _plugins and _plugins[name].status == "loaded":
         raise PluginError(f"a plugin named '{name}' is already loaded")
     try:
+        _validate_arguments(pm, obj, name)
         pm.register(obj, name=name)
+    except PluginError as e:
+        _fail(name, source, str(e))
+        raise
     except (ValueError, pluggy.PluginValidationError) as e:
         msg = f"invalid plugin: {e}"
         _fail(name, source, msg)
@@ -151,6 +155,29 @@ def _load(obj, name, source):
     _plugins[name] = PluginInfo(name, "loaded", version=str(info.get("version", "")),
                                 api_version=str(info["api_version"]), source=source,
                                 provides=dict(info.get("provides", {})))
+
+
+def _validate_arguments(pm, obj, name):
+    """A hook implementation may take only arguments its spec has; say which ones it misspelt."""
+    import inspect
+    for attr in dir(obj):
+        if not attr.startswith("ember_"):
+            continue
+        fn = getattr(obj, attr, None)
+        caller = getattr(pm.hook, attr, None)
+        if not callable(fn) or caller is None or caller.spec is None:
+            continue
+        if pm.parse_hookimpl_opts(obj, attr) is None:
+            continue
+        try:
+            params = [p for p in inspect.signature(fn).parameters if p != "self"]
+        except (TypeError, ValueError):
+            continue
+        spec_args = _list(caller.spec.argnames)
+        extra = [p for p in params if p not in spec_args]
+        if extra:
+            raise PluginError(f"plugin '{name}': hook '{attr}' takes argument(s) {', '.join(map(repr, extra))} "
+                              f"that its specification does not have; the spec is {attr}({', '.join(spec_args)})")
 
 
 def _validate_unknown_hooks(pm, obj, name):

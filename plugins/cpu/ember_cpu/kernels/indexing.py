@@ -67,6 +67,11 @@ class _Work:
             np.copyto(self.o, self.a, casting="unsafe")
 
 
+def _scalar(value, dtype):
+    """A Python number as a 0-dim array of ``dtype``, cast as C does (-1 -> 255 for uint8, 2.7 -> 2)."""
+    return np.asarray(value).astype(dtype)
+
+
 def _dim(dim, ndim):
     """``dim`` made non-negative (the meta function already checked its range)."""
     return dim + max(ndim, 1) if dim < 0 else dim
@@ -153,7 +158,7 @@ def scatter(self, dim, index, src, *, reduce=None, out):
     if isinstance(src, ember.Tensor):
         v = _separate(_leading(_at_1d(np_view(src)), i.shape), o)
     else:
-        v = src
+        v = _scalar(src, o.dtype)
     if reduce is None:
         o[coords] = v
         return
@@ -257,7 +262,7 @@ def index_fill(self, dim, index, value, *, out):
     size = _at_1d(np_view(self)).shape[dim]
     i = _wrapped(np_view(index).reshape(-1), size, dim)
     o = _init_out(self, out)
-    _moved(o, dim)[i] = value
+    _moved(o, dim)[i] = _scalar(value, o.dtype)
 
 
 # ---------------------------------------------------------------- take
@@ -274,9 +279,7 @@ def take(self, index, *, out):
 def masked_fill(self, mask, value, *, out):
     o = _init_out(self, out)
     m = np.broadcast_to(np_view(mask), o.shape)
-    if o.dtype.kind in "iu" and isinstance(value, float):
-        value = int(value)
-    np.copyto(o, np.asarray(value).astype(o.dtype), where=m)
+    np.copyto(o, _scalar(value, o.dtype), where=m)
 
 
 def masked_select(self, mask):
