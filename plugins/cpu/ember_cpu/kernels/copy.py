@@ -20,8 +20,9 @@ def copy_(self, src, non_blocking=False):
 
 def fill_(self, value):
     o = np_view(self)
-    if o.dtype.kind in "iu" and isinstance(value, float):
-        value = int(value)
+    if o.dtype.kind in "iub":
+        # C-style conversion, as PyTorch: 2.7 -> 2, -1 -> 255 for uint8
+        value = np.array(int(value) if isinstance(value, float) else value).astype(o.dtype)
     o.fill(value)
     return self
 
