@@ -259,10 +259,11 @@ def make_binary(f, name, with_alpha):
                 b = other._native
                 if b is None:
                     b = np_view(other)
-                if a.dtype == b.dtype == o.dtype and alpha == 1 and o.dtype not in LOWP:
+                # (float16 / bfloat16 keys get the slow kernel registered instead: see register())
+                if a.dtype is o.dtype and b.dtype is o.dtype and alpha == 1:
                     f(a, b, out=o)
                     return
-            elif a.dtype == o.dtype and alpha == 1 and o.dtype not in LOWP and other.__class__ is not complex \
+            elif a.dtype is o.dtype and alpha == 1 and other.__class__ is not complex \
                     and (other.__class__ is not float or o.dtype.kind in "fc"):
                 f(a, other, out=o)
                 return
@@ -377,11 +378,22 @@ def addcdiv(self, tensor1, tensor2, *, value=1, out):
     np.copyto(np_view(out), r, casting="unsafe")
 
 
+def _make_lowp_binary(f, name):
+    """float16 / bfloat16 compute in float32: always the casting path."""
+    def kernel(self, other, *, alpha=1, out):
+        _slow_binary(f, name, self, other, out, alpha)
+    kernel.__name__ = f"cpu_{name}_lowp"
+    return kernel
+
+
 def register(lib):
+    lowp = [d for d in ALL if d.numpy_dtype in LOWP]
+    rest = [d for d in ALL if d not in lowp]
     for name, f in UNARY.items():
         lib.impl(name, make_unary(f, name), device="cpu", dtypes=ALL)
     for name, f in BINARY.items():
-        lib.impl(name, make_binary(f, name, name in ("add", "sub")), device="cpu", dtypes=ALL)
+        lib.impl(name, make_binary(f, name, name in ("add", "sub")), device="cpu", dtypes=rest)
+        lib.impl(name, _make_lowp_binary(f, name), device="cpu", dtypes=lowp)
     for name, k in (("round", round_), ("nan_to_num", nan_to_num), ("where", where), ("clamp", clamp),
                     ("lerp", lerp), ("addcmul", addcmul), ("addcdiv", addcdiv)):
         lib.impl(name, k, device="cpu", dtypes=ALL)
