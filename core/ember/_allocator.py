@@ -202,6 +202,7 @@ class DirectAllocator(_StatsMixin):
         return OutOfMemoryError(msg)
 
     def malloc(self, nbytes: int, stream=None) -> UntypedStorage:
+        """A new storage of ``nbytes`` bytes (OutOfMemoryError when the device has none left)."""
         self._account(nbytes)
         try:
             handle = self.raw.allocate(nbytes, self.device.index or 0)
@@ -218,6 +219,7 @@ class DirectAllocator(_StatsMixin):
         return st
 
     def release(self, st: UntypedStorage) -> None:
+        """Take back a dead storage's memory (called by UntypedStorage.__del__)."""
         self.allocated -= st._size
         self.count -= 1
         if self._free_raw is not None:
@@ -250,10 +252,12 @@ class CachingAllocator(_StatsMixin):
 
     @classmethod
     def round_size(cls, nbytes: int) -> int:
+        """The bin size an allocation of ``nbytes`` is rounded up to."""
         r = cls.SMALL_ROUND if nbytes < cls.SMALL else cls.LARGE_ROUND
         return max(r, (nbytes + r - 1) // r * r)
 
     def malloc(self, nbytes: int, stream=None) -> UntypedStorage:
+        """A new storage of ``nbytes`` bytes (OutOfMemoryError when the device has none left)."""
         size = self.round_size(nbytes)
         pool = self._free.get((stream, size))
         if pool:
@@ -288,6 +292,7 @@ class CachingAllocator(_StatsMixin):
         raise self._oom(size, cause)
 
     def release(self, st: UntypedStorage) -> None:
+        """Take back a dead storage's memory (called by UntypedStorage.__del__)."""
         self._on_free(st._size)
         self._free.setdefault((st._stream, st._size), []).append(st._handle)
 

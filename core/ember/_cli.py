@@ -34,6 +34,7 @@ def info(out=None) -> int:
 
 
 def main(argv=None) -> int:
+    """The ``ember`` console script."""
     parser = argparse.ArgumentParser(prog="ember", description="ember: a PyTorch-style tensor framework")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("info", help="show installed plugins, device types and device counts")

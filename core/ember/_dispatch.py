@@ -44,6 +44,7 @@ ops: dict = {}
 
 @dataclasses.dataclass
 class KernelEntry:
+    """A registered kernel with its owner and priority."""
     fn: object       # the kernel
     owner: str       # the library / plugin that registered it
     priority: int    # a higher priority may override an existing registration

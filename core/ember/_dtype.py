@@ -209,6 +209,7 @@ def set_default_dtype(d: dtype) -> None:
 
 
 def default_complex_dtype() -> dtype:
+    """complex128 when the default dtype is float64, else complex64."""
     return complex128 if _default_dtype is float64 else complex64
 
 

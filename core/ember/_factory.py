@@ -30,6 +30,7 @@ def contiguous_strides(shape):
 
 
 def allocator_for(device):
+    """The allocator of ``device`` (created on first use)."""
     try:
         return _allocators[device]
     except KeyError:
@@ -101,6 +102,7 @@ def check_out(op, out, shape, dtype, device):
 
 
 def check_outs(op, outs, specs, device):
+    """Validate a tuple of ``out=`` tensors for a multi-output op."""
     if not isinstance(outs, (tuple, list)) or len(outs) != len(specs):
         raise TypeError(f"{op.name}(): argument 'out' must be a tuple of {len(specs)} Tensors")
     return tuple(check_out(op, o, s, d, device) for o, (s, d) in zip(outs, specs))

@@ -170,18 +170,22 @@ class Tensor:
 
     @property
     def dtype(self):
+        """The element type (ember.dtype)."""
         return self._dtype
 
     @property
     def device(self):
+        """The device the storage lives on (ember.device)."""
         return self._device
 
     @property
     def layout(self):
+        """The memory layout (ember.strided)."""
         return self._layout
 
     @property
     def ndim(self) -> int:
+        """Number of dimensions (alias of dim())."""
         return len(self._shape)
 
     def dim(self) -> int:
@@ -202,10 +206,12 @@ class Tensor:
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element."""
         return self._dtype.itemsize
 
     @property
     def nbytes(self) -> int:
+        """numel() * itemsize, in bytes."""
         return self.numel() * self._dtype.itemsize
 
     def untyped_storage(self):
@@ -230,28 +236,35 @@ class Tensor:
 
     @property
     def is_cpu(self) -> bool:
+        """Whether the tensor is on the cpu device."""
         return self._device.type == "cpu"
 
     @property
     def is_cuda(self) -> bool:
+        """Whether the tensor is on a cuda device."""
         return self._device.type == "cuda"
 
     @property
     def is_sparse(self) -> bool:
+        """Whether the layout is sparse_coo."""
         return self._layout.name == "sparse_coo"
 
     @property
     def is_quantized(self) -> bool:
+        """Whether the dtype is quantized (False in the core)."""
         return False
 
     @property
     def is_meta(self) -> bool:
+        """Always False: ember has no meta device."""
         return False
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is floating point."""
         return self._dtype.is_floating_point
 
     def is_complex(self) -> bool:
+        """Whether the dtype is complex."""
         return self._dtype.is_complex
 
     def is_signed(self) -> bool:

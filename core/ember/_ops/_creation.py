@@ -92,6 +92,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    """A 0-dim tensor holding ``s`` (default dtype unless given; matches torch.scalar_tensor)."""
     return tensor(s, dtype=dtype or D.get_default_dtype(), device=device, requires_grad=requires_grad)
 
 
@@ -188,21 +189,25 @@ def _like(input, dtype, device):
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """An uninitialised tensor with ``input``'s shape (dtype / device from input unless given)."""
     shape, dtype, dev = _like(input, dtype, device)
     return _finish(empty_on(shape, dtype, dev), requires_grad)
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """Zeros with ``input``'s shape (dtype / device from input unless given)."""
     shape, dtype, dev = _like(input, dtype, device)
     return _finish(_filled(empty_on(shape, dtype, dev), 0), requires_grad)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """Ones with ``input``'s shape (dtype / device from input unless given)."""
     shape, dtype, dev = _like(input, dtype, device)
     return _finish(_filled(empty_on(shape, dtype, dev), 1), requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """``fill_value`` with ``input``'s shape (dtype / device from input unless given)."""
     shape, dtype, dev = _like(input, dtype, device)
     return _finish(_filled(empty_on(shape, dtype, dev), fill_value), requires_grad)
 

@@ -310,10 +310,12 @@ clip, clip_ = clamp, clamp_
 
 
 def clamp_min(input, min):
+    """``clamp(input, min=min)``."""
     return clamp(input, min=min)
 
 
 def clamp_max(input, max):
+    """``clamp(input, max=max)``."""
     return clamp(input, max=max)
 
 

@@ -22,12 +22,14 @@ _CACHE_LIMIT = 8192
 
 
 def meta_cache() -> dict:
+    """A dict for a memoising meta function, cleared with the dispatcher's caches."""
     c = {}
     _META_CACHES.append(c)
     return c
 
 
 def check_tensor(x, op, arg="input"):
+    """TypeError in PyTorch's words unless ``x`` is a Tensor."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument '{arg}' (position 1) must be Tensor, not {type(x).__name__}")
 
@@ -98,6 +100,7 @@ def _broadcast2(a, b):
 
 
 def key_of(device, layout, dtype):
+    """The dispatch key (device type, layout name, dtype)."""
     return (device.type, layout.name, dtype)
 
 
@@ -290,6 +293,7 @@ def reduce_dims(self, dim):
 
 
 def reduced_shape(shape, dims, keepdim):
+    """The shape after reducing ``dims`` (kept as size 1 when keepdim)."""
     if keepdim:
         return tuple(1 if i in dims else s for i, s in enumerate(shape))
     return tuple(s for i, s in enumerate(shape) if i not in dims)
