@@ -168,9 +168,6 @@ def _make_fallback(op, key, fallback):
     return run_fallback
 
 
-_generation = [0]
-
-
 def invalidate_caches():
     """Drop every resolved-kernel cache (after any registration or removal)."""
     for op in ops.values():
@@ -178,7 +175,6 @@ def invalidate_caches():
         op.sources.clear()
     for c in _META_CACHES:
         c.clear()
-    _generation[0] += 1
 
 
 #: meta functions that memoise results (they hold kernels) register their caches here

@@ -51,7 +51,7 @@ class DeviceType:
             pass
         from ._allocator import CachingAllocator, DirectAllocator
         cls = CachingAllocator if self.caching_allocator else DirectAllocator
-        a = self.allocators[dev.index] = cls(self.runtime, dev, device_label=str(dev).upper().replace("CPU", "CPU"))
+        a = self.allocators[dev.index] = cls(self.runtime, dev, device_label=str(dev).upper())
         return a
 
     def generator(self, dev: device):

@@ -213,12 +213,6 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
 
 
 # ---------------------------------------------------------------- sequences (kernels per device)
-def _seq_meta(*args):
-    dtype, device = args[-2], args[-1]
-    n = args[-3] if isinstance(args[-3], int) else None
-    return device, (device.type, "strided", dtype), (n,), dtype
-
-
 def _arange_meta(start, end, step, size, dtype, device):
     return device, (device.type, "strided", dtype), (size,), dtype
 

@@ -235,7 +235,6 @@ pow = declare("pow(Tensor self, Tensor exponent) -> Tensor", _pow_meta, inplace=
               doc="self ** exponent, broadcasting (matches torch.pow). RuntimeError for an integer tensor "
                   "raised to a negative integer scalar.")
 pow_ = pow.inplace
-float_power = None  # defined below
 __all__ += ["pow"]
 
 
