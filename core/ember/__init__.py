@@ -81,3 +81,5 @@ def __getattr__(name):
     if name in _registry.KNOWN_PACKAGES:
         return _registry.missing_device_module(name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
+    is_inference_mode_enabled  # noqa: E402  (importing ember.autograd installs the autograd layer)

@@ -1,12 +1,7 @@
-"""The seam where the autograd layer plugs in (the autograd issue fills it).
-
-Until then tensors cannot require grad, so these are never reached with grad state.
-"""
+"""Where the tensor core calls into autograd without importing it at module load."""
 
 
 def on_view(base, view):
-    """Called when a view is made of a tensor with autograd state.
-
-    Until the engine exists a view only inherits ``requires_grad`` (no graph is recorded).
-    """
-    view._requires_grad = base._requires_grad
+    """Called by ``Tensor._view`` when ``base`` takes part in autograd (see autograd._record.on_view)."""
+    from .autograd import _record
+    _record.on_view(base, view)

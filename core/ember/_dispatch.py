@@ -5,7 +5,9 @@ optionally, a composite. Calling it runs
 
     argument binding (a Python function generated from the schema)
     -> meta: shape / dtype / device inference and every argument check, on every backend
-    -> autograd layer (the seam for the autograd issue; a pass-through here)
+    -> autograd layer: when grad mode is on and a tensor argument requires grad, the call
+       is handed to ``ember.autograd._record``, which runs the op below autograd and
+       records a graph node (``OpDef.autograd`` holds the op's derivative)
     -> kernel resolution for the dispatch key (device type, layout, dtype), cached
     -> output allocation through the device's allocator (structured ops)
     -> the kernel.
@@ -18,8 +20,11 @@ that do have kernels.
 """
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import warnings
+
+from ._grad_state import STATE as _AG_STATE
 
 from ._schema import parse_schema
 
@@ -71,7 +76,7 @@ class OpDef:
         self.cache = {}        # resolved key -> kernel
         self.sources = {}      # resolved key -> "native" | "composite" | "fallback"
         self.multi_output_type = multi_output_type
-        self.autograd = None   # set by the autograd layer (autograd issue)
+        self.autograd = None   # the op's derivative (ember.autograd.derivatives), None = not differentiable
 
     def __repr__(self):
         return f"<ember op {self.schema.text}>"
@@ -196,6 +201,25 @@ def _signature(schema, out_param):
     return ", ".join(parts)
 
 
+def _requires_grad_expr(schema):
+    """The generated test 'does a tensor argument require grad' (Python scalars pass through)."""
+    parts = []
+    for a in schema.arguments:
+        if a.type.startswith("Tensor") and a.type.endswith("[]"):
+            parts.append(f"_rg_list({a.name})")
+        elif a.type.startswith("Tensor"):
+            parts.append(f"getattr({a.name}, '_requires_grad', False)")
+    return " or ".join(parts) or "False"
+
+
+def _kwargs_dict(schema):
+    return ", ".join(f"'{a.name}': {a.name}" for a in schema.arguments)
+
+
+def _rg_list(xs):
+    return builtins.any(getattr(x, "_requires_grad", False) for x in xs) if xs is not None else False
+
+
 def _call_args(schema):
     return ", ".join(a.name if not a.kwarg_only else f"{a.name}={a.name}" for a in schema.arguments)
 
@@ -204,6 +228,8 @@ def _call_args(schema):
 # argument (an op may well have one called "dtype" or "device") is shadowed.
 _TEMPLATE_STRUCTURED = """
 def {name}({sig}):
+    if _AG.check and ({rg}):
+        return _record(_op, {name}, out, {{{kw}}})
     __device, __key, __shape, __dtype = _meta({args})
     __kernel = _cache.get(__key) or _resolve(__key)
     if out is None:
@@ -216,6 +242,8 @@ def {name}({sig}):
 
 _TEMPLATE_STRUCTURED_MULTI = """
 def {name}({sig}):
+    if _AG.check and ({rg}):
+        return _record(_op, {name}, out, {{{kw}}})
     __device, __key, __specs = _meta({args})
     __kernel = _cache.get(__key) or _resolve(__key)
     if out is None:
@@ -228,6 +256,8 @@ def {name}({sig}):
 
 _TEMPLATE_INPLACE = """
 def {name}_({sig}):
+    if _AG.check and ({rg}):
+        return _record_inplace(_op, {name}_, {{{kw}}})
     __device, __key, __shape, __dtype = _meta({args})
     _check_inplace(_op, {first}, __shape, __dtype, __device)
     __kernel = _cache.get(__key) or _resolve(__key)
@@ -238,6 +268,8 @@ def {name}_({sig}):
 
 _TEMPLATE_FREEFORM = """
 def {name}({sig}):
+    if _AG.check and ({rg}):
+        return _record(_op, {name}, None, {{{kw}}})
     __device, __key = _meta({args})
     __kernel = _cache.get(__key) or _resolve(__key)
     return __kernel({args})
@@ -267,18 +299,20 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
         "_meta": meta, "_cache": op.cache, "_resolve": op.resolve, "_op": op,
         "_empty": _factory.empty_on, "_check_out": _factory.check_out, "_check_outs": _factory.check_outs,
         "_check_inplace": _factory.check_inplace, "_bump": _factory.bump_version,
-        "_result": multi_output_type,
+        "_result": multi_output_type, "_AG": _AG_STATE, "_rg_list": _rg_list,
+        "_record": _autograd_record, "_record_inplace": _autograd_record_inplace,
     }
     for a in op.schema.arguments:
         if a.has_default:
             ns[f"{a.name}_default"] = a.default
     args = _call_args(op.schema)
+    rg, kw = _requires_grad_expr(op.schema), _kwargs_dict(op.schema)
     multi = len(op.schema.returns) > 1
     if structured:
         template = _TEMPLATE_STRUCTURED_MULTI if multi else _TEMPLATE_STRUCTURED
-        src = template.format(name=op.name, sig=_signature(op.schema, True), args=args)
+        src = template.format(name=op.name, sig=_signature(op.schema, True), args=args, rg=rg, kw=kw)
     else:
-        src = _TEMPLATE_FREEFORM.format(name=op.name, sig=_signature(op.schema, False), args=args)
+        src = _TEMPLATE_FREEFORM.format(name=op.name, sig=_signature(op.schema, False), args=args, rg=rg, kw=kw)
     exec(compile(src, f"<ember op {op.name}>", "exec"), ns)
     fn = ns[op.name]
     fn._op = op
@@ -287,7 +321,7 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
     fn.__module__ = "ember"
     if inplace:
         src = _TEMPLATE_INPLACE.format(name=op.name, sig=_signature(op.schema, False), args=args,
-                                       first=op.schema.arguments[0].name)
+                                       first=op.schema.arguments[0].name, rg=rg, kw=kw)
         exec(compile(src, f"<ember op {op.name}_>", "exec"), ns)
         fn_ = ns[op.name + "_"]
         fn_._op = op
@@ -295,6 +329,16 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
         fn_.__doc__ = f"In-place version of :func:`{op.name}`."
         fn.inplace = fn_
     return fn
+
+
+def _autograd_record(op, fn, out, kwargs):
+    from .autograd import _record
+    return _record.record_call(op, fn, out, kwargs)
+
+
+def _autograd_record_inplace(op, fn, kwargs):
+    from .autograd import _record
+    return _record.record_inplace(op, fn, kwargs)
 
 
 def lookup(name: str) -> OpDef:

@@ -15,6 +15,7 @@ import numbers
 
 from . import _dtype as D
 from ._device import strided
+from ._grad_state import STATE as _AG
 
 __all__ = ["Tensor", "Size", "is_tensor"]
 
@@ -114,6 +115,12 @@ def _view_strides(old_shape, old_stride, new_shape):
     if view_d != -1:
         return None
     return tuple(new_stride)
+
+
+def _record_view(name, kind, method, self, *args):
+    """A view op on a tensor that requires grad, in grad mode: run it and record its backward."""
+    from .autograd import _record
+    return _record.record_view(name, kind, method, self, args, {})
 
 
 # (shape, stride, requested sizes) -> (new shape, new stride) for view()
@@ -313,6 +320,8 @@ class Tensor:
     def as_strided(self, size, stride, storage_offset=None):
         """A view with the given size, stride and offset (elements); RuntimeError if it reaches
         outside the storage. Matches torch.as_strided."""
+        if self._requires_grad and _AG.check:
+            return _record_view("AsStridedBackward0", "scatter", Tensor.as_strided, self, size, stride, storage_offset)
         size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
         if len(size) != len(stride):
             raise RuntimeError(f"mismatch in length of strides and shape")
@@ -336,6 +345,8 @@ class Tensor:
         RuntimeError, in PyTorch's words, when the strides make a view impossible
         ("use .reshape(...) instead"). Matches torch.Tensor.view.
         """
+        if self._requires_grad and _AG.check:
+            return _record_view("ViewBackward0", "reshape", Tensor.view, self, *shape)
         key = (self._shape, self._stride, shape)
         stride = _VIEW_CACHE.get(key)
         if stride is not None:   # memoised; 2.0 == 2 hashes alike, so the sizes' types are checked
@@ -381,6 +392,8 @@ class Tensor:
 
     def reshape(self, *shape):
         """A view when the strides allow one, else a contiguous copy (matches torch.reshape)."""
+        if self._requires_grad and _AG.check:
+            return _record_view("ViewBackward0", "reshape", Tensor.reshape, self, *shape)
         shape = _size_args(shape, "reshape")
         numel = math.prod(self._shape)
         if -1 in shape or math.prod(shape) != numel:
@@ -401,6 +414,8 @@ class Tensor:
 
     def transpose(self, dim0, dim1):
         """A view with dims ``dim0`` and ``dim1`` swapped."""
+        if self._requires_grad and _AG.check:
+            return _record_view("TransposeBackward0", "permute", Tensor.transpose, self, dim0, dim1)
         n = len(self._shape)
         d0, d1 = _wrap_dim(dim0, n), _wrap_dim(dim1, n)
         if n == 0 or d0 == d1:
@@ -414,6 +429,8 @@ class Tensor:
 
     def t(self):
         """Transpose of a tensor of at most 2 dims (RuntimeError otherwise)."""
+        if self._requires_grad and _AG.check:
+            return _record_view("TBackward0", "permute", Tensor.t, self)
         if len(self._shape) > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {len(self._shape)}D")
         return self.transpose(0, 1) if len(self._shape) == 2 else self._view(self._shape, self._stride, self._offset)
@@ -440,6 +457,8 @@ class Tensor:
 
     def permute(self, *dims):
         """A view with dims reordered; RuntimeError if ``dims`` is not a permutation."""
+        if self._requires_grad and _AG.check:
+            return _record_view("PermuteBackward0", "permute", Tensor.permute, self, *dims)
         dims = _size_args(dims, "permute")
         n = len(self._shape)
         if len(dims) != n:
@@ -453,6 +472,8 @@ class Tensor:
 
     def expand(self, *sizes):
         """A view broadcasting size-1 dims to ``sizes`` (-1 keeps a size) with stride 0; matches torch.expand."""
+        if self._requires_grad and _AG.check:
+            return _record_view("ExpandBackward0", "expand", Tensor.expand, self, *sizes)
         sizes = _size_args(sizes, "expand")
         n = len(self._shape)
         if len(sizes) < n:
@@ -484,6 +505,8 @@ class Tensor:
 
     def narrow(self, dim, start, length):
         """A view of ``length`` elements of ``dim`` from ``start``; IndexError / RuntimeError as PyTorch."""
+        if self._requires_grad and _AG.check:
+            return _record_view("SliceBackward0", "scatter", Tensor.narrow, self, dim, start, length)
         if len(self._shape) == 0:
             raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
         d = _wrap_dim(dim, len(self._shape))
@@ -501,6 +524,8 @@ class Tensor:
 
     def select(self, dim, index):
         """A view of one index of ``dim`` (that dim removed); IndexError when out of range."""
+        if self._requires_grad and _AG.check:
+            return _record_view("SelectBackward0", "scatter", Tensor.select, self, dim, index)
         n = len(self._shape)
         if n == 0:
             raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -521,6 +546,8 @@ class Tensor:
 
     def squeeze(self, dim=None):
         """A view without size-1 dims (all, or those in ``dim``, an int or tuple)."""
+        if self._requires_grad and _AG.check:
+            return _record_view("SqueezeBackward0", "reshape", Tensor.squeeze, self, dim)
         n = len(self._shape)
         if dim is None:
             dims = {i for i, s in enumerate(self._shape) if s == 1}
@@ -532,6 +559,8 @@ class Tensor:
 
     def unsqueeze(self, dim):
         """A view with a size-1 dim inserted at ``dim`` (in [-ndim-1, ndim])."""
+        if self._requires_grad and _AG.check:
+            return _record_view("UnsqueezeBackward0", "reshape", Tensor.unsqueeze, self, dim)
         n = len(self._shape)
         d = _wrap_dim(dim, n + 1)
         st = self._stride[d] * self._shape[d] if d < n else 1
@@ -540,6 +569,8 @@ class Tensor:
 
     def flatten(self, start_dim=0, end_dim=-1):
         """Dims ``start_dim..end_dim`` merged into one (a view when possible)."""
+        if self._requires_grad and _AG.check:
+            return _record_view("ViewBackward0", "reshape", Tensor.flatten, self, start_dim, end_dim)
         n = len(self._shape)
         if n == 0:
             return self.reshape(1)
@@ -575,6 +606,8 @@ class Tensor:
 
     def unfold(self, dimension, size, step):
         """A view of all length-``size`` slices of ``dimension`` taken every ``step`` (a new last dim)."""
+        if self._requires_grad and _AG.check:
+            return _record_view("UnfoldBackward0", "scatter", Tensor.unfold, self, dimension, size, step)
         n = len(self._shape)
         d = _wrap_dim(dimension, n) if n else 0
         dim_size = self._shape[d] if n else 1
@@ -590,6 +623,8 @@ class Tensor:
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
         """A view of the diagonal of dims ``dim1``/``dim2`` (a new last dim)."""
+        if self._requires_grad and _AG.check:
+            return _record_view("DiagonalBackward0", "scatter", Tensor.diagonal, self, offset, dim1, dim2)
         n = len(self._shape)
         d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
         if d1 == d2:

@@ -13,6 +13,7 @@ from .. import _dtype as D, _registry
 from .._device import device as _device_cls
 from .._dispatch import declare
 from .._factory import empty_on, bump_version
+from .._grad_state import STATE as _AG
 from .._tensor import Tensor
 from ._meta import broadcast_shapes, check_tensor
 
@@ -40,6 +41,14 @@ def copy_(self, src, non_blocking=False):
     ``src`` may be on another device; the copy then goes through host memory.
     RuntimeError when ``src`` does not broadcast to self's shape; nothing is written then.
     """
+    if _AG.check and (self._requires_grad or getattr(src, "_requires_grad", False)):
+        from ..autograd import _record
+        return _record.record_inplace(_copy_op._op, _copy_impl, {"self": self, "src": src,
+                                                                  "non_blocking": non_blocking})
+    return _copy_impl(self, src, non_blocking)
+
+
+def _copy_impl(self, src, non_blocking=False):
     if isinstance(src, Tensor) and src._device is not self._device and src._device != self._device:
         _copy_meta(self, src)
         host = _registry.device_type(src._device.type).runtime.to_numpy(src)
@@ -72,6 +81,13 @@ _fill_op = declare("fill_(Tensor(a!) self, Scalar value) -> Tensor(a!)", _fill_m
 
 def fill_(self, value):
     """Fill with ``value`` (a number or a 0-dim tensor), in place (matches torch.Tensor.fill_)."""
+    if _AG.check and self._requires_grad:
+        from ..autograd import _record
+        return _record.record_inplace(_fill_op._op, _fill_impl, {"self": self, "value": value})
+    return _fill_impl(self, value)
+
+
+def _fill_impl(self, value):
     if isinstance(value, Tensor):
         value = value.item()
     _fill_op(self, value)
@@ -88,6 +104,11 @@ def clone(input, *, memory_format=None):
     """A contiguous copy with its own storage (matches torch.clone)."""
     check_tensor(input, "clone")
     out = empty_on(input._shape, input._dtype, input._device)
+    if _AG.check and input._requires_grad:
+        copy_(out, input)
+        out._grad_fn._name = "CloneBackward0"
+        out._vc = None
+        return out
     _copy_op(out, input, False)
     return out
 
@@ -133,9 +154,8 @@ def to(self, *args, **kwargs):
     out = empty_on(self._shape, dtype, dev)
     copy_(out, self, non_blocking)
     out._vc = None
-    if self._requires_grad:
-        from .. import _autograd_seam
-        _autograd_seam.on_view(self, out)
+    if out._grad_fn is not None:
+        out._grad_fn._name = "ToCopyBackward0"
     return out
 
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._dispatch import declare
+from .._grad_state import STATE as _AG
 from .._tensor import Tensor, _wrap_dim
 from ._meta import broadcast_shapes, same_device, check_tensor
 
@@ -409,6 +410,14 @@ def _adv_indices(view, adv):
     return indices
 
 
+def _is_basic_index(index):
+    """Whether ``index`` selects a view only (ints, slices, None, Ellipsis)."""
+    for it in (index if index.__class__ is tuple else (index,)):
+        if not (it is None or it is Ellipsis or it.__class__ is int or it.__class__ is slice):
+            return False
+    return True
+
+
 def _getitem(self, index):
     """``self[index]`` (matches torch.Tensor.__getitem__).
 
@@ -419,6 +428,10 @@ def _getitem(self, index):
     out of bounds for dimension 0 with size 3"), too many indices or a mask of the wrong
     shape; ValueError for a step <= 0; IndexError / TypeError for an invalid index type.
     """
+    if self._requires_grad and _AG.check and _is_basic_index(index):
+        from ..autograd import _record
+        return _record.record_view("SelectBackward0" if index.__class__ is int else "SliceBackward0", "scatter",
+                                   _getitem, self, (index,), {})
     cls = index.__class__
     if cls is int and self._shape:           # fast path: x[i]
         size = self._shape[0]

@@ -1,0 +1,159 @@
+"""Derivative formulas, compiled from the table in ``derivatives``, and the node that runs them.
+
+A formula is a Python expression over these names (as PyTorch's derivatives.yaml):
+
+* the op's schema arguments (``self``, ``other``, ``dim``, ``alpha``, ...): a tensor
+  argument named in any formula is *saved* (with its version) when the op is recorded;
+* ``<arg>_shape``: the shape of a tensor argument, recorded without saving the tensor;
+* ``grad`` (the gradient of output 0) and ``grads`` (all output gradients, zeros for
+  outputs that got none), ``result`` (output 0) and ``result0``, ``result1``, ... and the
+  schema's return names (``values``, ``indices``): outputs named in a formula are saved;
+* the helpers of ``derivatives._helpers`` and every ``ember`` function.
+
+The formula for a ``Tensor[]`` argument returns a list. Gradients are summed over
+broadcast dims and cast to each input's dtype by the node, so formulas need not.
+"""
+from __future__ import annotations
+
+import builtins
+
+from .._tensor import Tensor
+from .graph import Node, SavedTensor, _SECOND_TIME
+
+__all__ = ["Derivative", "FormulaNode", "NotImplementedNode"]
+
+
+def _camel(op_name):
+    return "".join(p[:1].upper() + p[1:] for p in op_name.split("_"))
+
+
+class Derivative:
+    """The compiled derivative of one op: a formula per differentiable input."""
+
+    def __init__(self, op, formulas: dict, name=None, nondiff_outputs=(), namespace=None):
+        self.op = op
+        self.name = name or f"{_camel(op.name)}Backward0"
+        self.nondiff_outputs = frozenset(nondiff_outputs)
+        schema = op.schema
+        self.tensor_args = [a.name for a in schema.arguments if a.is_tensor]
+        self.list_args = {a.name for a in schema.arguments if a.is_tensor and a.type.endswith("[]")}
+        self.scalar_args = [a.name for a in schema.arguments if not a.is_tensor]
+        returns = [r.name for r in schema.returns]
+        outs = {"result": 0, **{f"result{i}": i for i in range(len(returns))},
+                **{n: i for i, n in enumerate(returns) if n}}
+        known = set(self.tensor_args) | set(self.scalar_args) | {"grad", "grads"} | set(outs) | \
+            {f"{a}_shape" for a in self.tensor_args}
+        self.formulas = {}
+        used = set()
+        for arg, expr in formulas.items():
+            if arg not in self.tensor_args:
+                raise ValueError(f"derivative of '{op.name}': '{arg}' is not a tensor argument of {schema.text}")
+            code = compile(expr, f"<derivative of {op.name} for {arg}>", "eval")
+            params = list(dict.fromkeys(n for n in _names(code) if n in known))
+            fn = eval(compile(f"lambda {', '.join(params)}: {expr}", f"<derivative of {op.name} for {arg}>",
+                              "eval"), namespace)
+            self.formulas[arg] = (fn, params)
+            used.update(params)
+        self.saved_inputs = [a for a in self.tensor_args if a in used]
+        self.saved_outputs = sorted({outs[n] for n in used if n in outs})
+        self.out_names = {n: i for n, i in outs.items() if n in used}
+        self.shape_args = [a for a in self.tensor_args if f"{a}_shape" in used]
+        self.uses_grads = "grads" in used
+
+
+def _names(code):
+    names = list(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            names.extend(_names(c))
+    return names + list(code.co_varnames)
+
+
+class FormulaNode(Node):
+    """The backward of a recorded op: runs its Derivative's formulas."""
+
+    def __init__(self, spec, edges, slots, input_meta, saved, scalars, shapes, output_meta):
+        super().__init__(edges)
+        self._name = spec.name
+        self.spec = spec
+        self.slots = slots              # per edge: (arg name, index in a Tensor[] or None)
+        self.input_meta = input_meta    # per edge: (shape, dtype)
+        self.saved = saved              # arg name -> SavedTensor | [SavedTensor]; output index -> SavedTensor
+        self.scalars = scalars          # non-tensor args
+        self.shapes = shapes            # "<arg>_shape" -> shape
+        self.output_meta = output_meta  # per output: (shape, dtype, device) | None (not differentiable)
+        self.num_outputs = len(output_meta)
+        self.released = False
+
+    def release(self):
+        if self.saved:
+            self.released = True
+            for v in self.saved.values():
+                for s in (v if isinstance(v, list) else (v,)):
+                    s.release()
+
+    def _env(self, grads):
+        spec = self.spec
+        env = dict(self.scalars)
+        env.update(self.shapes)
+        if self.released:
+            raise RuntimeError(_SECOND_TIME)
+        for name in spec.saved_inputs:
+            v = self.saved[name]
+            env[name] = [s.unpack() for s in v] if isinstance(v, list) else v.unpack()
+        for n, i in spec.out_names.items():
+            env[n] = self.saved[i].unpack(self)
+        full = []
+        for i, g in enumerate(grads):
+            if g is None and self.output_meta[i] is not None:
+                from .._ops._creation import zeros
+                shape, dtype, device = self.output_meta[i]
+                g = zeros(shape, dtype=dtype, device=device)
+            full.append(g)
+        env["grad"] = full[0]
+        env["grads"] = full
+        return env
+
+    def apply(self, grads):
+        env = self._env(grads)
+        formulas = self.spec.formulas
+        out = [None] * len(self.next_edges)
+        cache = {}
+        for i, edge in enumerate(self.next_edges):
+            if edge is None:
+                continue
+            arg, idx = self.slots[i]
+            if arg not in cache:
+                fn, params = formulas[arg]
+                cache[arg] = fn(*[env[p] for p in params])
+            g = cache[arg]
+            if idx is not None and g is not None:
+                g = g[idx]
+            if g is not None:
+                out[i] = _fit(g, self.input_meta[i])
+        return out
+
+
+def _fit(g, meta):
+    """Sum a gradient over broadcast dims and cast it to the input's dtype."""
+    shape, dtype = meta
+    if not isinstance(g, Tensor):
+        raise TypeError(f"a derivative formula returned {type(g).__name__}, expected a Tensor")
+    if g._shape != shape:
+        from ._helpers import sum_to
+        g = sum_to(g, shape)
+    if g._dtype is not dtype:
+        g = g.to(dtype)
+    return g
+
+
+class NotImplementedNode(Node):
+    """The node of a differentiable-looking op with no derivative: raises when reached."""
+
+    def __init__(self, op_name, edges):
+        super().__init__(edges)
+        self._name = "NotImplemented"
+        self.op_name = op_name
+
+    def apply(self, grads):
+        raise RuntimeError(f"the derivative for '{self.op_name}' is not implemented.")

@@ -1,0 +1,238 @@
+"""Elementwise and shape helpers of the derivative table (written with ember ops)."""
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+
+from .._tensor import Tensor
+from ._helpers import dims_of, reduce_grad, sum_to, unsqueeze_dims
+
+__all__ = ["scale", "count", "nanmean_grad", "copysign_grad", "minmax_grad", "fminmax_grad", "pow_self_grad",
+           "pow_exponent_grad", "clamp_grad", "clamp_bound_grad", "matrix_norm_grad", "cumsum_grad", "cat_grad",
+           "roll_grad", "repeat_grad", "repeat_interleave_grad", "take_grad", "index_select_like",
+           "masked_scatter_grad", "masked_select_grad", "scatter_self_grad", "scatter_src_grad"]
+
+
+def _ember():
+    import ember
+    return ember
+
+
+def scale(grad, factor):
+    """``grad * factor``, skipping the multiply when the factor is 1."""
+    if isinstance(factor, numbers.Number) and factor == 1:
+        return grad
+    return grad * factor
+
+
+def count(shape, dim):
+    """Number of elements reduced when reducing ``shape`` over ``dim``."""
+    return math.prod(shape[d] for d in dims_of(dim, len(shape))) if shape else 1
+
+
+def nanmean_grad(grad, self, dim, keepdim):
+    """Gradient of nanmean: the mean's gradient over the non-NaN elements only."""
+    keep = self.isnan().logical_not()
+    n = keep.sum(dims_of(dim, self.dim()), keepdim=True) if self.dim() else keep.to(grad._dtype)
+    g = reduce_grad(grad, self._shape, dim, keepdim)
+    return g * keep.to(grad._dtype) / n
+
+
+def copysign_grad(grad, self, result):
+    """d copysign(x, y) / dx = sign(x) * sign(result), 0 at x = 0."""
+    ember = _ember()
+    nz = self != 0
+    ratio = ember.where(nz, result / self.masked_fill(self == 0, 1), ember.zeros_like(result))
+    return grad * ratio
+
+
+def minmax_grad(grad, x, y, is_max):
+    """Gradient of maximum / minimum w.r.t. ``x``: all of it where x wins, half where x == y."""
+    if not isinstance(y, Tensor):
+        y = _ember().tensor(y, dtype=x._dtype, device=x._device)
+    win = (x > y) if is_max else (x < y)
+    tie = (x == y)
+    return grad * (win.to(grad._dtype) + 0.5 * tie.to(grad._dtype))
+
+
+def fminmax_grad(grad, x, y, is_max):
+    """Gradient of fmax / fmin w.r.t. ``x``: where x is chosen (NaN in y counts for x)."""
+    if not isinstance(y, Tensor):
+        y = _ember().tensor(y, dtype=x._dtype, device=x._device)
+    chosen = ((x >= y) if is_max else (x <= y)).logical_or(y.isnan())
+    return grad * chosen.to(grad._dtype)
+
+
+def pow_self_grad(grad, self, exponent):
+    """d x**e / dx = e * x**(e - 1) (0 where e == 0)."""
+    ember = _ember()
+    if isinstance(exponent, numbers.Number):
+        if exponent == 0:
+            return ember.zeros_like(self)
+        return grad * exponent * self.pow(exponent - 1)
+    r = grad * exponent * self.pow(exponent - 1)
+    return ember.where(exponent == 0, ember.zeros_like(r), r)
+
+
+def pow_exponent_grad(grad, self, exponent, result):
+    """d x**e / de = x**e * log(x) (0 where x == 0 and e >= 0)."""
+    ember = _ember()
+    if isinstance(self, numbers.Number):
+        return grad * result * math.log(self) if self > 0 else grad * result * float("nan") if self < 0 \
+            else ember.zeros_like(result)
+    r = grad * result * self.log()
+    mask = (self == 0).logical_and(exponent >= 0) if isinstance(exponent, Tensor) else (self == 0)
+    return ember.where(mask, ember.zeros_like(r), r)
+
+
+def clamp_grad(grad, self, min, max):
+    """Gradient of clamp w.r.t. self: passes where min <= x <= max."""
+    mask = None
+    if min is not None:
+        mask = self >= min
+    if max is not None:
+        m = self <= max
+        mask = m if mask is None else mask.logical_and(m)
+    return grad * mask.to(grad._dtype)
+
+
+def clamp_bound_grad(grad, self, min, max, is_min):
+    """Gradient of clamp w.r.t. a tensor bound: where that bound is the result."""
+    ember = _ember()
+    if is_min:
+        mask = self < min
+        if max is not None:
+            mask = mask.logical_and(ember.as_tensor(min <= max) if not isinstance(min, Tensor) else min <= max)
+    else:
+        lower = self if min is None else ember.maximum(self, min if isinstance(min, Tensor) else
+                                                       ember.full_like(self, min))
+        mask = lower > max
+    return grad * mask.to(grad._dtype)
+
+
+def matrix_norm_grad(grad, self, ord, result, dim, keepdim):
+    """Gradient of linalg.matrix_norm for ord 'fro', 1, -1, inf, -inf (others: NotImplementedError).
+
+    For the 1 / inf norms the gradient is shared evenly among tied extreme columns / rows.
+    """
+    from ._helpers import norm_grad
+    if ord == "fro":
+        return norm_grad(grad, self, 2, result, dim, keepdim)
+    if ord in (1, -1, math.inf, -math.inf):
+        nd = self.dim()
+        d0, d1 = (d % nd for d in dim)
+        sum_dim, ext_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
+        sums = self.abs().sum(sum_dim, keepdim=True)
+        g, r = grad, result
+        if not keepdim:
+            for d in sorted((d0, d1)):
+                g, r = g.unsqueeze(d), r.unsqueeze(d)
+        mask = (sums == r).to(grad._dtype)
+        cnt = mask.sum(ext_dim, keepdim=True)
+        return self.sgn() * (mask * g / cnt)
+    raise NotImplementedError(f"the derivative for 'linalg_matrix_norm' with ord={ord!r} is not implemented.")
+
+
+def cumsum_grad(grad, dim):
+    """Gradient of cumsum: the reversed cumulative sum of the gradient."""
+    if grad.dim() == 0:
+        return grad
+    return grad.flip([dim]).cumsum(dim).flip([dim])
+
+
+def cat_grad(grad, shapes, dim):
+    """Gradient of cat: the slice of ``grad`` each input contributed (None for skipped 1-D empties)."""
+    nd = grad.dim()
+    d = dim % builtins.max(nd, 1)
+    out, start = [], 0
+    for s in shapes:
+        if s == (0,) and nd != 1:
+            out.append(None)
+            continue
+        out.append(grad.narrow(d, start, s[d]))
+        start += s[d]
+    return out
+
+
+def roll_grad(grad, shifts, dims):
+    """Gradient of roll: roll back by the negated shifts."""
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    return _ember().roll(grad, [-s for s in shifts], list(dims) if dims else None)
+
+
+def repeat_grad(grad, self_shape, repeats):
+    """Gradient of repeat: sum the tiles back onto the input's shape."""
+    repeats = list(repeats)
+    lead = len(repeats) - len(self_shape)
+    shape = (1,) * lead + tuple(self_shape)
+    split = []
+    for r, s in zip(repeats, shape):
+        split += [r, s]
+    g = grad.reshape(split)
+    g = g.sum(list(range(0, 2 * len(shape), 2)))
+    return g.reshape(self_shape)
+
+
+def repeat_interleave_grad(grad, self_shape, repeats, dim):
+    """Gradient of repeat_interleave: sum each run of repeated elements."""
+    ember = _ember()
+    if dim is None:
+        n = math.prod(self_shape)
+        idx = ember.arange(n, device=grad._device).repeat_interleave(repeats)
+        z = ember.zeros(n, dtype=grad._dtype, device=grad._device)
+        return z.index_add(0, idx, grad.reshape(-1)).reshape(self_shape)
+    d = dim % len(self_shape)
+    idx = ember.arange(self_shape[d], device=grad._device).repeat_interleave(repeats)
+    z = ember.zeros(self_shape, dtype=grad._dtype, device=grad._device)
+    return z.index_add(d, idx, grad)
+
+
+def take_grad(grad, self_shape, index):
+    """Gradient of take: accumulate the gradient at the flat indices."""
+    ember = _ember()
+    n = math.prod(self_shape)
+    idx = index.reshape(-1)
+    idx = ember.where(idx < 0, idx + n, idx)
+    z = ember.zeros(n, dtype=grad._dtype, device=grad._device)
+    return z.index_add(0, idx, grad.reshape(-1)).reshape(self_shape)
+
+
+def index_select_like(grad, dim, index, source_shape):
+    """``grad.index_select(dim, index)`` shaped like ``source`` (0-dim sources included)."""
+    if grad.dim() == 0:
+        return grad.reshape(source_shape)
+    return grad.index_select(dim, index.reshape(-1)).reshape(source_shape)
+
+
+def masked_scatter_grad(grad, mask, source_shape):
+    """Gradient of masked_scatter w.r.t. source: the masked gradient, zero-padded to source's size."""
+    ember = _ember()
+    m = mask.expand(grad._shape) if mask._shape != grad._shape else mask
+    picked = grad.masked_select(m)
+    n = math.prod(source_shape)
+    if picked.numel() < n:
+        picked = ember.cat([picked, ember.zeros(n - picked.numel(), dtype=grad._dtype, device=grad._device)])
+    return picked.reshape(source_shape)
+
+
+def masked_select_grad(grad, self_shape, mask):
+    """Gradient of masked_select: the gradient scattered back where the mask is true."""
+    ember = _ember()
+    shape = ember.broadcast_shapes(tuple(self_shape), tuple(mask._shape))
+    z = ember.zeros(shape, dtype=grad._dtype, device=grad._device)
+    return sum_to(z.masked_scatter(mask.expand(shape), grad), self_shape)
+
+
+def scatter_self_grad(grad, dim, index, reduce):
+    """Gradient of scatter (no reduce) w.r.t. self: zero where something was written."""
+    if reduce is not None:
+        raise NotImplementedError("the derivative for 'scatter' with reduce is not implemented.")
+    return grad.scatter(dim, index, 0)
+
+
+def scatter_src_grad(grad, dim, index, reduce):
+    """Gradient of scatter (no reduce) w.r.t. src: the gradient read at the written positions."""
+    if reduce is not None:
+        raise NotImplementedError("the derivative for 'scatter' with reduce is not implemented.")
+    return grad.gather(dim, index)

@@ -1,0 +1,345 @@
+"""Helpers the derivative formulas call, written with ember ops (so they run on every
+device and are differentiable again, for double backward)."""
+from __future__ import annotations
+
+import builtins
+import math
+
+from .._tensor import Tensor
+from .function import Function
+
+__all__ = ["sum_to", "unsqueeze_dims", "reduce_grad", "evenly_distribute", "value_selecting", "ViewScatter",
+           "AsStridedScatter", "matmul_grad", "masked_grad", "as_tensor_like", "norm_grad", "cumprod_grad",
+           "var_grad", "logsumexp_grad", "einsum_grad", "index_put_values_grad", "scatter_reduce_grad",
+           "prod_grad", "dims_of", "sort_grad", "cummax_grad", "select_grad_along", "nan_to_num_grad"]
+
+
+def sum_to(g, shape):
+    """Sum ``g`` over the dims that were broadcast from ``shape`` (matches at::sum_to)."""
+    shape = tuple(shape)
+    if g._shape == shape:
+        return g
+    lead = len(g._shape) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"gradient of shape {list(g._shape)} cannot be summed to shape {list(shape)}")
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == 1 and g._shape[lead + i] != 1:
+            dims.append(lead + i)
+        elif s != g._shape[lead + i]:
+            raise RuntimeError(f"gradient of shape {list(g._shape)} cannot be summed to shape {list(shape)}")
+    r = g.sum(dims, keepdim=True) if dims else g
+    return r.reshape(shape)
+
+
+def dims_of(dim, ndim):
+    """``dim`` (None, int, or list) as sorted non-negative dims of an ``ndim``-dim tensor."""
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return list(range(ndim))
+    if isinstance(dim, int):
+        dim = [dim]
+    n = builtins.max(ndim, 1)
+    return sorted(d % n for d in dim)
+
+
+def unsqueeze_dims(g, dims, ndim):
+    """``g`` (reduced over ``dims`` without keepdim) with those dims put back as size 1."""
+    for d in dims:
+        if ndim and len(g._shape) < ndim:
+            g = g.unsqueeze(d)
+    return g
+
+
+def reduce_grad(grad, shape, dim, keepdim):
+    """The gradient of a sum over ``dim``: ``grad`` broadcast back to ``shape``."""
+    dims = dims_of(dim, len(shape))
+    if not keepdim:
+        grad = unsqueeze_dims(grad, dims, len(shape))
+    return grad.expand(shape)
+
+
+def as_tensor_like(value, like):
+    """``value`` (a number or tensor) as a tensor on ``like``'s device and dtype."""
+    from .._ops._creation import tensor
+    if isinstance(value, Tensor):
+        return value
+    return tensor(value, dtype=like._dtype, device=like._device)
+
+
+def masked_grad(grad, mask):
+    """``grad`` where ``mask`` is true, else 0."""
+    return grad * mask.to(grad._dtype)
+
+
+def evenly_distribute(grad, self, result, dim=None, keepdim=False):
+    """Gradient of max/min/amax/amin/median (no indices): shared evenly among the tied elements."""
+    dims = dims_of(dim, self.dim())
+    r, g = result, grad
+    if not keepdim and self.dim():
+        r, g = unsqueeze_dims(r, dims, self.dim()), unsqueeze_dims(g, dims, self.dim())
+    mask = (self == r).to(grad._dtype)
+    count = mask.sum(dims, keepdim=True) if self.dim() else mask
+    return mask * (g / count)
+
+
+def value_selecting(grad, dim, indices, shape, keepdim):
+    """Gradient of an op that picks ``indices`` along ``dim`` (max(dim), sort, topk, ...)."""
+    from .._ops._creation import zeros
+    ndim = len(shape)
+    if ndim == 0:
+        return grad.reshape(())
+    d = dim % ndim
+    if not keepdim and len(indices._shape) < ndim:
+        grad, indices = grad.unsqueeze(d), indices.unsqueeze(d)
+    z = zeros(shape, dtype=grad._dtype, device=grad._device)
+    return z.scatter(d, indices, grad)
+
+
+def sort_grad(grad, dim, indices, shape):
+    """Gradient of sort / topk / cummax: scatter-add the gradient back to where values came from."""
+    from .._ops._creation import zeros
+    ndim = len(shape)
+    if ndim == 0:
+        return grad.reshape(())
+    z = zeros(shape, dtype=grad._dtype, device=grad._device)
+    return z.scatter_add(dim % ndim, indices, grad)
+
+
+cummax_grad = sort_grad
+
+
+def select_grad_along(grad, dim, index, shape):
+    """Gradient of index_select: index_add of ``grad`` into zeros of ``shape``."""
+    from .._ops._creation import zeros
+    z = zeros(shape, dtype=grad._dtype, device=grad._device)
+    if not shape:
+        return grad.sum().reshape(())
+    return z.index_add(dim % len(shape), index, grad)
+
+
+def matmul_grad(grad, self, other, which):
+    """Gradient of matmul (with 1-D and batch-broadcast operands) for ``which`` = 'self' | 'other'."""
+    a, b, g = self, other, grad
+    a1, b1 = a.dim() == 1, b.dim() == 1
+    if a1:
+        a = a.unsqueeze(0)
+        g = g.unsqueeze(-2)
+    if b1:
+        b = b.unsqueeze(-1)
+        g = g.unsqueeze(-1)
+    if which == "self":
+        r = g.matmul(b.mT)
+        r = sum_to(r, a._shape)
+        return r.squeeze(0) if a1 else r
+    r = a.mT.matmul(g)
+    r = sum_to(r, b._shape)
+    return r.squeeze(-1) if b1 else r
+
+
+def norm_grad(grad, self, p, result, dim, keepdim):
+    """Gradient of the vector p-norm over ``dim`` (PyTorch's norm_backward: 0 at x = 0 for p = 2)."""
+    p = 2.0 if p is None else builtins.float(p)
+    nd = self.dim()
+    dims = dims_of(dim, nd)
+    if not keepdim and nd:
+        grad, result = unsqueeze_dims(grad, dims, nd), unsqueeze_dims(result, dims, nd)
+    if p == 0:
+        return self * 0
+    if p == 1:
+        return self.sgn() * grad
+    if p == 2:
+        safe = result.masked_fill(result == 0, 1)
+        return self * (grad / safe) * (result != 0).to(grad._dtype)
+    if math.isinf(p):
+        mask = (self.abs() == result).to(grad._dtype)
+        count = mask.sum(dims, keepdim=True)
+        return self.sgn() * mask * grad / count
+    safe = result.masked_fill(result == 0, 1)
+    return self * self.abs().pow(p - 2) * grad / safe.pow(p - 1) * (result != 0).to(grad._dtype)
+
+
+def var_grad(grad, self, dim, correction, keepdim):
+    """Gradient of var: 2 (x - mean) / (N - correction) * grad."""
+    nd = self.dim()
+    dims = dims_of(dim, nd)
+    n = math.prod(self._shape[d] for d in dims) if nd else 1
+    c = 1 if correction is None else correction
+    if not keepdim and nd:
+        grad = unsqueeze_dims(grad, dims, nd)
+    mean = self.mean(dims, keepdim=True) if nd else self
+    return (2.0 / builtins.max(n - c, 0)) * grad * (self - mean)
+
+
+def logsumexp_grad(grad, self, result, dim, keepdim):
+    """Gradient of logsumexp: grad * exp(x - result)."""
+    nd = self.dim()
+    dims = dims_of(dim, nd)
+    if not keepdim and nd:
+        grad, result = unsqueeze_dims(grad, dims, nd), unsqueeze_dims(result, dims, nd)
+    return grad * (self - result).exp()
+
+
+def prod_grad(grad, self, result, dim, keepdim):
+    """Gradient of prod (all or over one dim), exact when inputs contain zeros."""
+    nd = self.dim()
+    if dim is None:
+        flat = self.reshape(-1)
+        return _prod_grad_1d(grad.reshape(()), flat, 0).reshape(self._shape)
+    d = dim % builtins.max(nd, 1)
+    if nd == 0:
+        return grad.clone()
+    if not keepdim:
+        grad = grad.unsqueeze(d)
+    return _prod_grad_1d(grad, self, d)
+
+
+def _prod_grad_1d(grad, x, d):
+    """d/dx_k prod_j x_j = prod_{j != k} x_j, via exclusive cumulative products from both ends."""
+    from .._ops._creation import ones
+    n = x._shape[d] if x.dim() else 1
+    if n == 0:
+        return x * 0
+    shape1 = list(x._shape)
+    shape1[d] = 1
+    one = ones(shape1, dtype=x._dtype, device=x._device)
+    left = x.narrow(d, 0, n - 1).cumprod(d) if n > 1 else None
+    left = one if left is None else __import__("ember").cat([one, left], d)
+    rev = x.flip([d])
+    right = rev.narrow(d, 0, n - 1).cumprod(d) if n > 1 else None
+    right = one if right is None else __import__("ember").cat([one, right], d)
+    return grad * left * right.flip([d])
+
+
+def cumprod_grad(grad, self, dim):
+    """Gradient of cumprod along ``dim``, exact with zeros (sum over j >= k of grad_j * prod_{i<=j, i!=k} x_i)."""
+    import ember
+    nd = self.dim()
+    if nd == 0:
+        return grad.clone()
+    d = dim % nd
+    n = self._shape[d]
+    parts = []
+    for k in range(n):
+        # x with x_k replaced by 1; cumprod of it from k on gives prod_{i<=j, i!=k} x_i for j >= k
+        pieces = [self.narrow(d, 0, k), ember.ones_like(self.narrow(d, k, 1)), self.narrow(d, k + 1, n - k - 1)]
+        xk = ember.cat([p for p in pieces], d)
+        cp = xk.cumprod(d).narrow(d, k, n - k)
+        parts.append((grad.narrow(d, k, n - k) * cp).sum(d, keepdim=True))
+    return ember.cat(parts, d)
+
+
+def nan_to_num_grad(grad, self):
+    """Gradient of nan_to_num: passes where the input was finite, 0 elsewhere."""
+    return grad * self.isfinite().to(grad._dtype)
+
+
+def einsum_grad(grad, equation, tensors, i):
+    """Gradient of einsum for operand ``i``: einsum of the output gradient with the other operands."""
+    import ember
+    lhs, _, rhs = equation.replace(" ", "").partition("->")
+    subs = lhs.split(",")
+    if "..." in equation:
+        raise NotImplementedError("ember: the derivative of einsum with '...' is not implemented")
+    if not rhs and "->" not in equation:
+        rhs = "".join(sorted(c for c in set("".join(subs)) if "".join(subs).count(c) == 1))
+    mine = subs[i]
+    if len(set(mine)) != len(mine):
+        raise NotImplementedError("ember: the derivative of einsum with a repeated index in one operand "
+                                  "is not implemented")
+    others = [s for j, s in enumerate(subs) if j != i]
+    present = set(rhs) | set("".join(others))
+    keep = "".join(c for c in mine if c in present)
+    eq = ",".join([rhs] + others) + "->" + keep
+    g = ember.einsum(eq, grad, *[t for j, t in enumerate(tensors) if j != i])
+    if keep != mine:
+        for pos, c in enumerate(mine):
+            if c not in present:
+                g = g.unsqueeze(pos)
+        g = g.expand(tensors[i]._shape)
+    return g
+
+
+def index_put_values_grad(grad, indices, values_shape):
+    """Gradient of index_put w.r.t. ``values``: the gradient read at the indices, summed to values' shape."""
+    return sum_to(_index(grad, indices), values_shape)
+
+
+def _index(t, indices):
+    from .._ops._indexing import _index as index_op
+    return index_op(t, indices)
+
+
+def scatter_reduce_grad(grad, self, index, src, result, dim, reduce, include_self, which):
+    """Gradient of scatter_reduce for 'sum', 'mean', 'amax', 'amin' (w.r.t. self or src)."""
+    import ember
+    d = dim
+    if reduce == "sum":
+        return grad if which == "self" else grad.gather(d, index)
+    if reduce == "mean":
+        ones = ember.ones_like(src)
+        count = ember.ones_like(self) if include_self else ember.zeros_like(self)
+        count = count.scatter_add(d, index, ones).clamp(min=1)
+        g = grad / count
+        if which == "self":
+            return g if include_self else g * (count == 0).to(g._dtype)
+        return g.gather(d, index)
+    if reduce in ("amax", "amin"):
+        self_hit = (self == result).to(grad._dtype) if include_self else ember.zeros_like(self)
+        src_hit = (src == result.gather(d, index)).to(grad._dtype)
+        count = self_hit.scatter_add(d, index, src_hit)
+        g = grad / count.masked_fill(count == 0, 1)
+        return g * self_hit if which == "self" else g.gather(d, index) * src_hit
+    raise NotImplementedError(f"the derivative for 'scatter_reduce' with reduce='{reduce}' is not implemented.")
+
+
+# ---------------------------------------------------------------- view backward as differentiable functions
+def _overlapping(t):
+    from ._record import _overlaps
+    return _overlaps(t._shape, t._stride)
+
+
+class ViewScatter(Function):
+    """grad of a view op: zeros of the input's shape with the gradient written where the view
+    (replayed on the zeros) selects; its own backward is the view op again."""
+
+    @staticmethod
+    def forward(ctx, g, in_meta, replay):
+        from .._ops._creation import zeros, arange
+        shape, dtype, device = in_meta
+        ctx.replay = replay
+        z = zeros(shape, dtype=g._dtype, device=device)
+        v = replay(z)
+        if v._storage is z._storage and not _overlapping(v):
+            v.copy_(g)
+            return z
+        idx = replay(arange(math.prod(shape), device=device).reshape(shape))
+        flat = z.reshape(-1)
+        flat.index_add_(0, idx.reshape(-1), g.reshape(-1))
+        return z
+
+    @staticmethod
+    def backward(ctx, gg):
+        return ctx.replay(gg), None, None
+
+
+class AsStridedScatter(Function):
+    """grad of a view known by storage geometry: the gradient scattered into a zero tensor laid out
+    like the base; its own backward reads the geometry again."""
+
+    @staticmethod
+    def forward(ctx, g, base_meta, geometry):
+        from ._record import _scatter_into
+        shape, stride, dtype, device = base_meta
+        ctx.meta = (base_meta, geometry)
+        from .._ops._creation import empty_strided
+        z = empty_strided(shape, stride, dtype=g._dtype, device=device).zero_()
+        vshape, vstride, voff = geometry
+        return _scatter_into(z, vshape, vstride, voff, g)
+
+    @staticmethod
+    def backward(ctx, gg):
+        from .._ops._creation import empty_strided
+        (shape, stride, dtype, device), (vshape, vstride, voff) = ctx.meta
+        t = empty_strided(shape, stride, dtype=gg._dtype, device=device)
+        t.copy_(gg)
+        return t.as_strided(vshape, vstride, t._offset + voff), None, None

@@ -1,0 +1,197 @@
+"""The derivative table: one entry per differentiable op of the core op set.
+
+Each entry maps an op to a formula per differentiable input, in the style of
+PyTorch's derivatives.yaml (see ``_formula`` for the names a formula may use). The
+formulas are written with ember ops, so every device plugin (a vendor's included) gets
+gradients, and — because those ops are recorded again when ``create_graph=True`` —
+higher-order gradients, without writing a backward kernel.
+
+Ops missing from the table whose outputs are all integer / bool (argmax, eq, nonzero,
+...) are not differentiable; a floating output of an op missing from the table gets a
+node that raises "the derivative for '<op>' is not implemented." when reached.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import _dispatch
+from . import _helpers
+from ._formula import Derivative
+
+__all__ = ["DERIVATIVES", "install", "register"]
+
+G = "grad"
+ZERO = "zeros_like(grad)"     # piecewise-constant ops (floor, round, ...): PyTorch's zero gradient
+
+#: op name -> {input: formula}; optional "name" (the node name) and "nondiff" (output indices)
+DERIVATIVES = {
+    # ---------------------------------------------------------------- unary elementwise
+    "neg": {"self": "-grad"},
+    "abs": {"self": "grad * self.sign()"},
+    "sign": {"self": ZERO}, "sgn": {"self": ZERO}, "floor": {"self": ZERO}, "ceil": {"self": ZERO},
+    "trunc": {"self": ZERO}, "round": {"self": ZERO},
+    "exp": {"self": "grad * result"},
+    "exp2": {"self": "grad * result * math.log(2.0)"},
+    "log": {"self": "grad / self"},
+    "log2": {"self": "grad / (self * math.log(2.0))"},
+    "log10": {"self": "grad / (self * math.log(10.0))"},
+    "log1p": {"self": "grad / (self + 1)"},
+    "expm1": {"self": "grad * (result + 1)"},
+    "sqrt": {"self": "grad / (2 * result)"},
+    "rsqrt": {"self": "-0.5 * grad * result.pow(3)"},
+    "square": {"self": "2 * grad * self"},
+    "sin": {"self": "grad * self.cos()"},
+    "cos": {"self": "-grad * self.sin()"},
+    "tan": {"self": "grad * (1 + result.square())"},
+    "asin": {"self": "grad * (1 - self.square()).rsqrt()"},
+    "acos": {"self": "-grad * (1 - self.square()).rsqrt()"},
+    "atan": {"self": "grad / (1 + self.square())"},
+    "sinh": {"self": "grad * self.cosh()"},
+    "cosh": {"self": "grad * self.sinh()"},
+    "tanh": {"self": "grad * (1 - result.square())"},
+    "asinh": {"self": "grad * (self.square() + 1).rsqrt()"},
+    "acosh": {"self": "grad * (self.square() - 1).rsqrt()"},
+    "atanh": {"self": "grad / (1 - self.square())"},
+    "sigmoid": {"self": "grad * result * (1 - result)"},
+    "erf": {"self": "grad * (2 / math.sqrt(math.pi)) * (-self.square()).exp()"},
+    "erfc": {"self": "grad * (-2 / math.sqrt(math.pi)) * (-self.square()).exp()"},
+    "erfinv": {"self": "grad * (math.sqrt(math.pi) / 2) * result.square().exp()"},
+    "frac": {"self": G},
+    "reciprocal": {"self": "-grad * result.square()"},
+    "positive": {"self": G},
+    "nan_to_num": {"self": "nan_to_num_grad(grad, self)"},
+    # ---------------------------------------------------------------- binary elementwise
+    "add": {"self": G, "other": "scale(grad, alpha)"},
+    "sub": {"self": G, "other": "-scale(grad, alpha)"},
+    "mul": {"self": "grad * other", "other": "grad * self"},
+    "true_divide": {"self": "grad / other", "other": "-grad * self / (other * other)", "name": "DivBackward0"},
+    "floor_divide": {"self": ZERO, "other": ZERO},
+    "div_trunc": {"self": ZERO, "other": ZERO, "name": "DivBackward2"},
+    "remainder": {"self": G, "other": "-grad * floor_divide(self, other)"},
+    "fmod": {"self": G, "other": "-grad * div(self, other, rounding_mode='trunc')"},
+    "atan2": {"self": "grad * other / (self.square() + other.square())",
+              "other": "-grad * self / (self.square() + other.square())"},
+    "hypot": {"self": "grad * self / result", "other": "grad * other / result"},
+    "copysign": {"self": "copysign_grad(grad, self, result)", "other": ZERO},
+    "maximum": {"self": "minmax_grad(grad, self, other, True)", "other": "minmax_grad(grad, other, self, True)"},
+    "minimum": {"self": "minmax_grad(grad, self, other, False)", "other": "minmax_grad(grad, other, self, False)"},
+    "fmax": {"self": "fminmax_grad(grad, self, other, True)", "other": "fminmax_grad(grad, other, self, True)"},
+    "fmin": {"self": "fminmax_grad(grad, self, other, False)", "other": "fminmax_grad(grad, other, self, False)"},
+    "pow": {"self": "pow_self_grad(grad, self, exponent)", "exponent": "pow_exponent_grad(grad, self, exponent, result)"},
+    "where": {"input": "where(condition, grad, zeros_like(grad))", "other": "where(condition, zeros_like(grad), grad)"},
+    "clamp": {"self": "clamp_grad(grad, self, min, max)", "min": "clamp_bound_grad(grad, self, min, max, True)",
+              "max": "clamp_bound_grad(grad, self, min, max, False)"},
+    "lerp": {"self": "grad * (1 - weight)", "end": "grad * weight", "weight": "grad * (end - self)"},
+    "addcmul": {"self": G, "tensor1": "grad * tensor2 * value", "tensor2": "grad * tensor1 * value"},
+    "addcdiv": {"self": G, "tensor1": "grad * value / tensor2", "tensor2": "-grad * value * tensor1 / tensor2.square()"},
+    # ---------------------------------------------------------------- reductions and scans
+    "sum": {"self": "reduce_grad(grad, self_shape, dim, keepdim)"},
+    "nansum": {"self": "masked_grad(reduce_grad(grad, self_shape, dim, keepdim), self.isnan().logical_not())"},
+    "mean": {"self": "reduce_grad(grad, self_shape, dim, keepdim) / count(self_shape, dim)"},
+    "nanmean": {"self": "nanmean_grad(grad, self, dim, keepdim)"},
+    "prod": {"self": "prod_grad(grad, self, result, dim, keepdim)"},
+    "amax": {"self": "evenly_distribute(grad, self, result, dim, keepdim)"},
+    "amin": {"self": "evenly_distribute(grad, self, result, dim, keepdim)"},
+    "max": {"self": "evenly_distribute(grad, self, result)", "name": "MaxBackward1"},
+    "min": {"self": "evenly_distribute(grad, self, result)", "name": "MinBackward1"},
+    "max_dim": {"self": "value_selecting(grad, dim, indices, self_shape, keepdim)", "name": "MaxBackward0"},
+    "min_dim": {"self": "value_selecting(grad, dim, indices, self_shape, keepdim)", "name": "MinBackward0"},
+    "aminmax": {"self": "evenly_distribute(grads[0], self, result0, dim, keepdim) + "
+                        "evenly_distribute(grads[1], self, result1, dim, keepdim)"},
+    "median": {"self": "evenly_distribute(grad, self, result)", "name": "MedianBackward0"},
+    "nanmedian": {"self": "evenly_distribute(grad, self, result)", "name": "NanmedianBackward0"},
+    "median_dim": {"self": "value_selecting(grad, dim, indices, self_shape, keepdim)", "name": "MedianBackward1"},
+    "nanmedian_dim": {"self": "value_selecting(grad, dim, indices, self_shape, keepdim)",
+                      "name": "NanmedianBackward1"},
+    "mode": {"self": "value_selecting(grad, dim, indices, self_shape, keepdim)"},
+    "kthvalue": {"self": "value_selecting(grad, dim, indices, self_shape, keepdim)"},
+    "sort": {"self": "sort_grad(grad, dim, indices, self_shape)"},
+    "topk": {"self": "sort_grad(grad, dim, indices, self_shape)"},
+    "cummax": {"self": "sort_grad(grad, dim, indices, self_shape)"},
+    "cummin": {"self": "sort_grad(grad, dim, indices, self_shape)"},
+    "var": {"self": "var_grad(grad, self, dim, correction, keepdim)"},
+    "std": {"self": "var_grad(grad / (2 * result), self, dim, correction, keepdim)"},
+    "norm": {"self": "norm_grad(grad, self, p, result, dim, keepdim)"},
+    "linalg_vector_norm": {"self": "norm_grad(grad, self, ord, result, dim, keepdim)"},
+    "linalg_matrix_norm": {"self": "matrix_norm_grad(grad, self, ord, result, dim, keepdim)"},
+    "logsumexp": {"self": "logsumexp_grad(grad, self, result, dim, keepdim)"},
+    "cumsum": {"self": "cumsum_grad(grad, dim)"},
+    "cumprod": {"self": "cumprod_grad(grad, self, dim)"},
+    # ---------------------------------------------------------------- linear algebra
+    "mm": {"self": "grad.mm(mat2.t())", "mat2": "self.t().mm(grad)"},
+    "bmm": {"self": "grad.bmm(mat2.mT)", "mat2": "self.mT.bmm(grad)"},
+    "mv": {"self": "grad.unsqueeze(-1) * vec", "vec": "self.t().mv(grad)"},
+    "dot": {"self": "grad * tensor", "tensor": "grad * self"},
+    "vdot": {"self": "grad * other", "other": "grad * self"},
+    "matmul": {"self": "matmul_grad(grad, self, other, 'self')", "other": "matmul_grad(grad, self, other, 'other')"},
+    "addmm": {"self": "scale(grad, beta)", "mat1": "scale(grad.mm(mat2.t()), alpha)",
+              "mat2": "scale(mat1.t().mm(grad), alpha)"},
+    "addmv": {"self": "scale(grad, beta)", "mat": "scale(grad.unsqueeze(-1) * vec, alpha)",
+              "vec": "scale(mat.t().mv(grad), alpha)"},
+    "baddbmm": {"self": "scale(grad, beta)", "batch1": "scale(grad.bmm(batch2.mT), alpha)",
+                "batch2": "scale(batch1.mT.bmm(grad), alpha)"},
+    "addbmm": {"self": "scale(grad, beta)",
+               "batch1": "scale(grad.expand(batch1_shape[:1] + grad.shape).bmm(batch2.mT), alpha)",
+               "batch2": "scale(batch1.mT.bmm(grad.expand(batch2_shape[:1] + grad.shape)), alpha)"},
+    "einsum": {"tensors": "[einsum_grad(grad, equation, tensors, i) for i in range(len(tensors))]"},
+    # ---------------------------------------------------------------- shape and indexing
+    "cat": {"tensors": "cat_grad(grad, tensors_shape, dim)"},
+    "flip": {"self": "grad.flip(dims)"},
+    "roll": {"self": "roll_grad(grad, shifts, dims)"},
+    "repeat": {"self": "repeat_grad(grad, self_shape, repeats)"},
+    "repeat_interleave_tensor": {"self": "repeat_interleave_grad(grad, self_shape, repeats, dim)",
+                                 "name": "RepeatInterleaveBackward0"},
+    "tril": {"self": "grad.tril(diagonal)"},
+    "triu": {"self": "grad.triu(diagonal)"},
+    "take": {"self": "take_grad(grad, self_shape, index)"},
+    "gather": {"self": "zeros(self_shape, dtype=grad.dtype, device=grad.device).scatter_add(dim, index, grad)"},
+    "index_select": {"self": "select_grad_along(grad, dim, index, self_shape)"},
+    "index": {"self": "zeros(self_shape, dtype=grad.dtype, device=grad.device).index_put_(indices, grad, True)"},
+    "index_add": {"self": G, "source": "scale(index_select_like(grad, dim, index, source_shape), alpha)"},
+    "index_copy": {"self": "grad.index_fill(dim, index, 0)",
+                   "source": "index_select_like(grad, dim, index, source_shape)"},
+    "index_fill": {"self": "grad.index_fill(dim, index, 0)"},
+    "index_put": {"self": "grad if accumulate else grad.index_put(indices, zeros((), dtype=grad.dtype, device=grad.device))",
+                  "values": "index_put_values_grad(grad, indices, values_shape)"},
+    "masked_fill": {"self": "grad.masked_fill(mask, 0)"},
+    "masked_scatter": {"self": "grad.masked_fill(mask, 0)", "source": "masked_scatter_grad(grad, mask, source_shape)"},
+    "masked_select": {"self": "masked_select_grad(grad, self_shape, mask)"},
+    "scatter": {"self": "scatter_self_grad(grad, dim, index, reduce)", "src": "scatter_src_grad(grad, dim, index, reduce)"},
+    "scatter_add": {"self": G, "src": "grad.gather(dim, index)"},
+    "scatter_reduce": {"self": "scatter_reduce_grad(grad, self, index, src, result, dim, reduce, include_self, 'self')",
+                       "src": "scatter_reduce_grad(grad, self, index, src, result, dim, reduce, include_self, 'src')"},
+    # ---------------------------------------------------------------- copies, fills, random
+    "copy_": {"self": "None", "src": G, "name": "CopyBackwards"},
+    "fill_": {"self": "None", "name": "FillBackward0"},
+    "normal": {"self": ZERO}, "uniform": {"self": ZERO}, "exponential": {"self": ZERO},
+    "random": {"self": ZERO}, "bernoulli_scalar": {"self": ZERO, "name": "BernoulliBackward0"},
+    "bernoulli_tensor": {"self": ZERO, "p": ZERO, "name": "BernoulliBackward1"},
+    "normal_tensor": {"mean": G, "std": "grad * (result - mean) / std", "name": "NormalBackward3"},
+}
+
+
+def _namespace():
+    import ember
+    from . import _formula_helpers
+    ns = {k: getattr(ember, k) for k in dir(ember) if not k.startswith("_")}
+    ns.update({k: getattr(_helpers, k) for k in _helpers.__all__})
+    ns.update({k: getattr(_formula_helpers, k) for k in _formula_helpers.__all__})
+    ns["math"] = math
+    return ns
+
+
+def register(op_name, formulas: dict, *, name=None, nondiff_outputs=(), namespace=None):
+    """Compile ``formulas`` (input name -> expression) as the derivative of op ``op_name``."""
+    op = _dispatch.lookup(op_name)
+    op.autograd = Derivative(op, formulas, name=name, nondiff_outputs=nondiff_outputs,
+                             namespace=namespace if namespace is not None else _namespace())
+    return op.autograd
+
+
+def install():
+    """Compile the table into every declared op's ``OpDef.autograd``."""
+    ns = _namespace()
+    for op_name, entry in DERIVATIVES.items():
+        entry = dict(entry)
+        name = entry.pop("name", None)
+        register(op_name, entry, name=name, namespace=ns)

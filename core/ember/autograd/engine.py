@@ -1,0 +1,200 @@
+"""The backward engine: runs the graph from the roots to the leaves.
+
+Nodes run in reverse creation order (highest sequence number first) once every
+gradient flowing into them has arrived, as PyTorch's engine does on one thread.
+Gradients for leaves are collected and written to ``.grad`` only after the whole
+pass succeeded, so a failing backward leaves every ``.grad`` as it was.
+"""
+from __future__ import annotations
+
+import heapq
+
+from .._grad_state import STATE
+from .._tensor import Tensor
+from .graph import AccumulateGrad, grad_edge
+
+__all__ = ["run_backward"]
+
+
+def _add(a, b):
+    return b if a is None else a + b
+
+
+def _graph(roots, targets):
+    """Dependency counts of the nodes that lead to a target (all nodes when ``targets`` is None)."""
+    order, seen, stack = [], set(), [n for n in roots]
+    for n in roots:
+        seen.add(n)
+    while stack:                     # iterative DFS: graphs can be deeper than Python's recursion limit
+        n = stack.pop()
+        order.append(n)
+        for e in n.next_edges:
+            if e is not None and e[0] not in seen:
+                seen.add(e[0])
+                stack.append(e[0])
+    if targets is None:
+        needed = seen
+    else:
+        needed = set(targets)
+        # reverse topological: a node is needed when one of its next nodes is; iterate to a fixpoint
+        # over the nodes ordered by sequence number (a node's inputs always have smaller numbers)
+        for n in sorted(order, key=lambda n: n.seq_nr):
+            if n not in needed and any(e is not None and e[0] in needed for e in n.next_edges):
+                needed.add(n)
+    deps = {}
+    for n in order:
+        if n not in needed:
+            continue
+        for e in n.next_edges:
+            if e is not None and e[0] in needed:
+                deps[e[0]] = deps.get(e[0], 0) + 1
+    return needed, deps
+
+
+def _call_node(node, grads, create_graph):
+    if node._pre_hooks:
+        for hook in list(node._pre_hooks.values()):
+            r = hook(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    out = node.apply(grads)
+    if node._hooks:
+        for hook in list(node._hooks.values()):
+            r = hook(tuple(out), tuple(grads))
+            if r is not None:
+                out = list(r)
+    if STATE.anomaly and STATE.anomaly_check_nan:
+        _check_nan(node, out)
+    return out
+
+
+def _check_nan(node, out):
+    from .._ops._elementwise import isnan
+    for i, g in enumerate(out):
+        if isinstance(g, Tensor) and (g._dtype.is_floating_point or g._dtype.is_complex) and \
+                isnan(g).any().item():
+            trace = node._trace or "  (no forward traceback: the node was created before anomaly mode was on)\n"
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.\n"
+                               f"Traceback of the forward call that created '{node.name()}':\n{trace}")
+
+
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, accumulate=True,
+                 allow_unused=True):
+    """Backpropagate from ``tensors`` (with gradients ``grad_tensors``).
+
+    ``accumulate=True`` (``backward``): add gradients into ``.grad`` of the leaves (or of
+    ``inputs`` only). ``accumulate=False`` (``autograd.grad``): return the gradients of
+    ``inputs`` instead. Returns a list aligned with ``inputs`` (None where unused).
+    """
+    root_edges = []
+    for i, t in enumerate(tensors):
+        e = grad_edge(t)
+        if e is None:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        root_edges.append(e)
+    capture = None
+    if inputs is not None:
+        capture = {}
+        for i, x in enumerate(inputs):
+            e = grad_edge(x)
+            if e is None:
+                if accumulate:
+                    raise RuntimeError("One of the differentiated Tensors does not require grad")
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            capture.setdefault(e, []).append(i)
+    targets = None if capture is None else {e[0] for e in capture}
+    roots = list({e[0]: None for e in root_edges})
+    needed, deps = _graph(roots, targets)
+
+    buffers = {}
+    for (node, nr), g in zip(root_edges, grad_tensors):
+        buf = buffers.setdefault(node, {})
+        buf[nr] = _add(buf.get(nr), g)
+    heap = [(-n.seq_nr, n) for n in roots if deps.get(n, 0) == 0 and n in needed]
+    heapq.heapify(heap)
+    captured = [None] * (len(inputs) if inputs is not None else 0)
+    pending = []           # (tensor, grad) to accumulate at the end
+    prev_enabled = STATE.enabled
+    STATE.enabled = create_graph
+    STATE.update()
+    try:
+        while heap:
+            _, node = heapq.heappop(heap)
+            buf = buffers.pop(node, {})
+            n_out = node.num_outputs if not isinstance(node, AccumulateGrad) else 1
+            grads = [buf.get(i) for i in range(max(n_out, max(buf, default=-1) + 1))]
+            if node._tensor_hooks:
+                for nr, hooks in node._tensor_hooks.items():
+                    for hook in list(hooks.values()):
+                        if grads[nr] is not None:
+                            r = hook(grads[nr])
+                            if r is not None:
+                                grads[nr] = r
+            if node._retain:
+                for nr, ref in node._retain.items():
+                    t = ref()
+                    if t is not None and grads[nr] is not None and t._grad_fn is node:
+                        pending.append((t, grads[nr], False))
+            if capture is not None:
+                for nr, g in enumerate(grads):
+                    for i in capture.get((node, nr), ()):
+                        captured[i] = g
+            if isinstance(node, AccumulateGrad):
+                if accumulate and grads[0] is not None and (capture is None or (node, 0) in capture):
+                    pending.append((node.variable, grads[0], True))
+                continue
+            if capture is not None and not any(e is not None and e[0] in needed for e in node.next_edges):
+                continue
+            out = _call_node(node, grads, create_graph)
+            if not retain_graph:
+                node.release()
+            for e, g in zip(node.next_edges, out):
+                if e is None or e[0] not in needed:
+                    continue
+                nxt, nr = e
+                if g is not None:
+                    b = buffers.setdefault(nxt, {})
+                    b[nr] = _add(b.get(nr), g)
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0:
+                    heapq.heappush(heap, (-nxt.seq_nr, nxt))
+        if accumulate and capture is not None:
+            for (node, nr), idxs in capture.items():
+                if not isinstance(node, AccumulateGrad):
+                    for i in idxs:
+                        if captured[i] is not None:
+                            pending.append((inputs[i], captured[i], False))
+    finally:
+        STATE.enabled = prev_enabled
+        STATE.update()
+    if accumulate:
+        _accumulate(pending, create_graph)
+    return captured
+
+
+def _accumulate(pending, create_graph):
+    for t, g, _ in pending:
+        if g._shape != t._shape:
+            raise RuntimeError(f"Function AccumulateGrad returned an invalid gradient - got "
+                               f"[{', '.join(map(str, g._shape))}] but expected shape compatible with "
+                               f"[{', '.join(map(str, t._shape))}]")
+    done = []
+    for t, g, is_leaf in pending:
+        if g._dtype is not t._dtype:
+            g = g.to(t._dtype)
+        old = t._grad
+        if old is None:
+            t._grad = g if create_graph else g.detach().clone()
+        elif create_graph or STATE.enabled and old._requires_grad:
+            t._grad = old + g
+        else:
+            old.add_(g.detach())
+        if is_leaf:
+            done.append(t)
+    for t in done:
+        acc = t.__dict__.get("_accumulator")
+        acc = acc() if acc is not None else None
+        if acc is not None and acc._post_hooks:
+            for hook in list(acc._post_hooks.values()):
+                hook(t)

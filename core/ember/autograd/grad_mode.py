@@ -1,0 +1,139 @@
+"""Grad mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode``,
+``is_grad_enabled`` (matches torch.autograd.grad_mode). Each works as a context manager
+and as a decorator (of functions and generator functions).
+
+Grad mode is process-wide in ember (PyTorch keeps it per thread).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from .._grad_state import STATE
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled"]
+
+
+def is_grad_enabled() -> bool:
+    """Whether operations are being recorded for autograd."""
+    return STATE.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    """Whether an ``inference_mode`` block is active."""
+    return STATE.inference
+
+
+def _set(enabled, inference=None):
+    STATE.enabled = bool(enabled)
+    if inference is not None:
+        STATE.inference = inference
+    STATE.update()
+
+
+class _DecoratorContextManager:
+    """A context manager that is also a decorator (a fresh instance per call)."""
+
+    def __call__(self, fn):
+        if inspect.isclass(fn):
+            raise TypeError(f"{type(self).__name__} cannot decorate a class")
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen_wrapper(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                try:
+                    with self.clone():
+                        request = gen.send(None)
+                    while True:
+                        try:
+                            response = yield request
+                        except GeneratorExit:
+                            with self.clone():
+                                gen.close()
+                            raise
+                        except BaseException as e:
+                            with self.clone():
+                                request = gen.throw(e)
+                        else:
+                            with self.clone():
+                                request = gen.send(response)
+                except StopIteration as e:
+                    return e.value
+            return gen_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+
+class no_grad(_DecoratorContextManager):
+    """Disable gradient recording inside the block (outputs do not require grad)."""
+
+    def __enter__(self):
+        self.prev = STATE.enabled
+        _set(False)
+
+    def __exit__(self, *exc):
+        _set(self.prev)
+
+
+class enable_grad(_DecoratorContextManager):
+    """Enable gradient recording inside the block (e.g. inside a ``no_grad`` region)."""
+
+    def __enter__(self):
+        self.prev = STATE.enabled
+        _set(True)
+
+    def __exit__(self, *exc):
+        _set(self.prev)
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Set grad mode to ``mode``: takes effect at once (as a function call), and is undone
+    at the end of a ``with`` block or a decorated call."""
+
+    def __init__(self, mode: bool):
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'mode' must be bool, not {type(mode).__name__}")
+        self.prev = STATE.enabled
+        self.mode = mode
+        _set(mode)
+
+    def __call__(self, fn):
+        _set(self.prev)        # used as a decorator: the mode applies only inside calls
+        return super().__call__(fn)
+
+    def __enter__(self):
+        _set(self.mode)
+
+    def __exit__(self, *exc):
+        _set(self.prev)
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Like ``no_grad`` (``mode=True``), for code that will never be differentiated."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = mode
+
+    def __enter__(self):
+        self.prev = (STATE.enabled, STATE.inference)
+        if self.mode:
+            _set(False, True)
+        else:
+            _set(STATE.enabled, False)
+
+    def __exit__(self, *exc):
+        _set(*self.prev)
+
+    def clone(self):
+        return self.__class__(self.mode)
