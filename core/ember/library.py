@@ -316,11 +316,20 @@ class Library:
 
 
 def register_autograd(op_name: str, backward, *, setup_context=None, lib=None):
-    """Register a backward formula for a plugin-defined op (matches torch.library.register_autograd).
+    """Make a plugin-defined op differentiable (matches torch.library.register_autograd).
 
-    Filled in by the autograd issue; until then it raises NotImplementedError.
+    :param op_name: ``"<namespace>::<name>"`` as returned by ``Library.define`` (or the op's
+        dispatcher name ``"<namespace>_<name>"``).
+    :param backward: ``backward(ctx, *grad_outputs)`` returning one gradient (or None) per
+        argument of the op's schema, in order.
+    :param setup_context: ``setup_context(ctx, inputs, output)`` run after the forward;
+        it may call ``ctx.save_for_backward(...)`` and set attributes on ``ctx``.
+    :raises ValueError: for an unknown op.
     """
-    raise NotImplementedError("ember.library.register_autograd: autograd is not implemented yet")
+    from .autograd.function import CustomOpDerivative
+    op = _dispatch.lookup(op_name.replace("::", "_"))
+    op.autograd = CustomOpDerivative(op, backward, setup_context)
+    _dispatch.invalidate_caches()
 
 
 def cpu_fallback(op, args, kwargs):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .._grad_state import STATE, mark_requires_grad
 from .._tensor import Tensor
 from ._formula import FormulaNode, NotImplementedNode
+from .function import BackwardCFunction
 from .graph import Node, SavedTensor, grad_edge
 
 __all__ = ["record_call", "record_inplace", "record_view", "on_view"]
@@ -32,8 +33,10 @@ def _below(fn, kwargs):
 
 def _build_node(op, kwargs, outputs, self_edge=None, saved_self=None):
     """The node for ``op`` called with ``kwargs`` that produced ``outputs``; None when nothing is differentiable."""
-    output_meta = [(o._shape, o._dtype, o._device) if _differentiable(o) else None for o in outputs]
     spec = op.autograd
+    if spec is not None and getattr(spec, "custom", False):
+        return spec.make_node(kwargs, outputs)
+    output_meta = [(o._shape, o._dtype, o._device) if _differentiable(o) else None for o in outputs]
     if spec is not None:
         for i in spec.nondiff_outputs:
             output_meta[i] = None
@@ -111,7 +114,7 @@ def record_call(op, fn, out, kwargs):
     result = _below(fn, kwargs)
     outputs = tuple(result) if isinstance(result, tuple) else (result,)
     node = _build_node(op, kwargs, outputs)
-    if node is not None:
+    if node is not None and node.__class__ is not BackwardCFunction:
         _attach(node, outputs)
     return result
 

@@ -237,3 +237,31 @@ class _OnceDifferentiableError(Node):
 
     def apply(self, grads):
         raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+class CustomOpDerivative:
+    """The derivative of a plugin-defined op given by ``ember.library.register_autograd``."""
+
+    custom = True
+    nondiff_outputs = frozenset()
+
+    def __init__(self, op, backward, setup_context):
+        self.op = op
+        self.setup_context = setup_context
+        name = "".join(p[:1].upper() + p[1:] for p in op.name.split("_"))
+        self.cls = type(name, (), {"backward": staticmethod(backward)})
+
+    def make_node(self, kwargs, outputs):
+        """The node of one call: inputs in schema order, outputs as returned."""
+        args = [kwargs[a.name] for a in self.op.schema.arguments]
+        positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        edges = [grad_edge(args[i]) for i in positions]
+        node = BackwardCFunction(self.cls, edges)
+        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        node._tensor_positions = positions
+        node._input_meta = [(args[i]._shape, args[i]._dtype) for i in positions]
+        if self.setup_context is not None:
+            self.setup_context(node, tuple(args), outputs[0] if len(outputs) == 1 else tuple(outputs))
+        result = outputs[0] if len(outputs) == 1 else tuple(outputs)
+        _wrap_outputs(node, (), result)
+        return node

@@ -171,7 +171,7 @@ class SavedTensor:
         self.output_nr = output_nr
         self.version = t._version
         self.released = False
-        self.requires_grad = t._requires_grad
+        self.requires_grad = is_output or t._requires_grad
         if is_output:
             self.data = t.detach()
             self.grad_fn = None
