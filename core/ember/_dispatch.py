@@ -77,6 +77,7 @@ class OpDef:
         self.sources = {}      # resolved key -> "native" | "composite" | "fallback"
         self.multi_output_type = multi_output_type
         self.autograd = None   # the op's derivative (ember.autograd.derivatives), None = not differentiable
+        self.rec = _generic_rec(self)   # records the node after a structured op ran (autograd._fastpath)
 
     def __repr__(self):
         return f"<ember op {self.schema.text}>"
@@ -121,12 +122,12 @@ class OpDef:
                 self.sources[key] = "native"
                 return e.fn
         if self.composite is not None:
-            self.cache[key] = self.composite
+            fn = self.cache[key] = _below_autograd(self.composite)
             self.sources[key] = "composite"
-            return self.composite
+            return fn
         dtype_ = _registry.device_types.get(dev)
         if dtype_ is not None and dtype_.fallback is not None:
-            fn = _make_fallback(self, key, dtype_.fallback)
+            fn = _below_autograd(_make_fallback(self, key, dtype_.fallback))
             self.cache[key] = fn
             self.sources[key] = "fallback"
             return fn
@@ -228,14 +229,17 @@ def _call_args(schema):
 # argument (an op may well have one called "dtype" or "device") is shadowed.
 _TEMPLATE_STRUCTURED = """
 def {name}({sig}):
-    if _AG.check and ({rg}):
-        return _record(_op, {name}, out, {{{kw}}})
     __device, __key, __shape, __dtype = _meta({args})
     __kernel = _cache.get(__key) or _resolve(__key)
     if out is None:
         out = _empty(__shape, __dtype, __device)
-    else:
-        out = _check_out(_op, out, __shape, __dtype, __device)
+        __kernel({args}, out=out)
+        if _AG.check and ({rg}):
+            _op.rec(out, {args})
+        return out
+    if _AG.check and ({rg}):
+        _no_out(_op)
+    out = _check_out(_op, out, __shape, __dtype, __device)
     __kernel({args}, out=out)
     return out
 """
@@ -300,7 +304,7 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
         "_empty": _factory.empty_on, "_check_out": _factory.check_out, "_check_outs": _factory.check_outs,
         "_check_inplace": _factory.check_inplace, "_bump": _factory.bump_version,
         "_result": multi_output_type, "_AG": _AG_STATE, "_rg_list": _rg_list,
-        "_record": _autograd_record, "_record_inplace": _autograd_record_inplace,
+        "_record": _autograd_record, "_record_inplace": _autograd_record_inplace, "_no_out": _no_out,
     }
     for a in op.schema.arguments:
         if a.has_default:
@@ -329,6 +333,31 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
         fn_.__doc__ = f"In-place version of :func:`{op.name}`."
         fn.inplace = fn_
     return fn
+
+
+def _no_out(op):
+    raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support automatic "
+                       f"differentiation, but one of the arguments requires grad.")
+
+
+def _generic_rec(op):
+    def rec(result, *args, **kwargs):
+        from .autograd._fastpath import generic_recorder
+        op.rec = generic_recorder(op)
+        return op.rec(result, *args, **kwargs)
+    return rec
+
+
+def _below_autograd(fn):
+    """``fn`` (a composite or fallback, which calls other ops) run with autograd recording off."""
+    def below(*args, **kwargs):
+        prev = _AG_STATE.check
+        _AG_STATE.check = False
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _AG_STATE.check = prev
+    return below
 
 
 def _autograd_record(op, fn, out, kwargs):

@@ -148,6 +148,8 @@ class Tensor:
     _grad = None
     _grad_fn = None
     _extra = None           # rarely used per-tensor state (hooks, retain_grad, names)
+    _output_nr = 0          # which output of its grad_fn this tensor is
+    _accumulator = None     # a leaf's AccumulateGrad node (autograd)
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
@@ -691,6 +693,50 @@ class Tensor:
             start = b
         return tuple(out)
 
+    # ------------------------------------------------------------ in-place views (metadata only)
+    def _inplace_view(self, node_name, method, *args):
+        """Make self the view ``method(self, *args)`` in place and return self (PyTorch's t_, ...).
+
+        The data is unchanged, but the version goes up as in PyTorch: a backward that saved
+        this tensor would otherwise see the new shape. When recording, the view's node
+        (renamed ``node_name``) becomes self's grad_fn; on a leaf that requires grad (or a view
+        of one) this raises PyTorch's in-place error.
+        """
+        from ._factory import bump_version
+        record = _AG.check and self._requires_grad
+        if record:
+            from .autograd._record import check_inplace
+            check_inplace(self)
+        out = method(self, *args)
+        self._set_storage_meta(out)
+        bump_version(self)
+        if record and out._grad_fn is not None:
+            out._grad_fn._name = node_name
+            self._grad_fn, self._output_nr = out._grad_fn, 0
+            if self._base is not None:
+                self.__dict__["_gf_version"] = self._version
+        return self
+
+    def t_(self):
+        """In-place :meth:`t` (matches torch.Tensor.t_)."""
+        return self._inplace_view("TBackward1", Tensor.t)
+
+    def transpose_(self, dim0, dim1):
+        """In-place :meth:`transpose` (matches torch.Tensor.transpose_)."""
+        return self._inplace_view("TransposeBackward1", Tensor.transpose, dim0, dim1)
+
+    swapaxes_ = swapdims_ = transpose_
+
+    def squeeze_(self, dim=None):
+        """In-place :meth:`squeeze` (matches torch.Tensor.squeeze_)."""
+        name = "SqueezeBackward3" if dim is None else \
+            "SqueezeBackward5" if isinstance(dim, (tuple, list)) else "SqueezeBackward4"
+        return self._inplace_view(name, Tensor.squeeze, dim)
+
+    def unsqueeze_(self, dim):
+        """In-place :meth:`unsqueeze` (matches torch.Tensor.unsqueeze_)."""
+        return self._inplace_view("UnsqueezeBackward1", Tensor.unsqueeze, dim)
+
     # ------------------------------------------------------------ autograd metadata (the engine is its own issue)
     @property
     def requires_grad(self) -> builtins.bool:
@@ -728,6 +774,8 @@ class Tensor:
         """A view sharing storage that does not require grad."""
         t = _new(Tensor)
         t._storage, t._shape, t._stride, t._offset = self._storage, self._shape, self._stride, self._offset
+        if self._vc is None:        # share the version counter (an in-place write through either is seen)
+            self._vc = [0]
         t._dtype, t._device, t._vc = self._dtype, self._device, self._vc
         t._native = self._native
         return t

@@ -329,6 +329,8 @@ def register_autograd(op_name: str, backward, *, setup_context=None, lib=None):
     from .autograd.function import CustomOpDerivative
     op = _dispatch.lookup(op_name.replace("::", "_"))
     op.autograd = CustomOpDerivative(op, backward, setup_context)
+    from .autograd._fastpath import generic_recorder
+    op.rec = generic_recorder(op)
     _dispatch.invalidate_caches()
 
 

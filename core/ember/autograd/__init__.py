@@ -35,6 +35,8 @@ def _make_grads(outputs, grad_outputs, create_graph):
     from .._ops._creation import ones_like
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not out._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         if g is None:
             if out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
@@ -83,8 +85,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
     :returns: a tuple with one gradient per input (None for an unused input when
         ``allow_unused=True``; zeros when ``materialize_grads=True``).
-    :raises RuntimeError: "One of the differentiated Tensors appears to not have been used
-        in the graph. Set allow_unused=True if this is the desired behavior." and the
+    :raises RuntimeError: "The differentiated Tensor at index i appears to not have been
+        used in the graph. Set allow_unused=True if this is the desired behavior." and the
         errors of ``backward``.
     """
     if is_grads_batched:
@@ -108,14 +110,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = _make_grads(outputs, grad_outputs, create_graph)
     result = engine.run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs, accumulate=False)
     out = []
-    for x, g in zip(inputs, result):
+    for i, (x, g) in enumerate(zip(inputs, result)):
         if g is None:
             if materialize_grads:
                 from .._ops._creation import zeros_like
                 g = zeros_like(x)
             elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   f"graph. Set allow_unused=True if this is the desired behavior.")
         out.append(g)
     return tuple(out)
 

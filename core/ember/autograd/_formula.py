@@ -72,6 +72,8 @@ def _names(code):
 class FormulaNode(Node):
     """The backward of a recorded op: runs its Derivative's formulas."""
 
+    released = False
+
     def __init__(self, spec, edges, slots, input_meta, saved, scalars, shapes, output_meta):
         super().__init__(edges)
         self._name = spec.name
@@ -91,6 +93,7 @@ class FormulaNode(Node):
             for v in self.saved.values():
                 for s in (v if isinstance(v, list) else (v,)):
                     s.release()
+            self.saved = None
 
     def _env(self, grads):
         spec = self.spec
@@ -105,7 +108,7 @@ class FormulaNode(Node):
             env[n] = self.saved[i].unpack(self)
         full = []
         for i, g in enumerate(grads):
-            if g is None and self.output_meta[i] is not None:
+            if g is None and self.output_meta is not None and self.output_meta[i] is not None:
                 from .._ops._creation import zeros
                 shape, dtype, device = self.output_meta[i]
                 g = zeros(shape, dtype=dtype, device=device)
@@ -115,6 +118,8 @@ class FormulaNode(Node):
         return env
 
     def apply(self, grads):
+        if self.output_meta is None and grads[0] is None:
+            return [None] * len(self.next_edges)     # single-output node reached with no gradient
         env = self._env(grads)
         formulas = self.spec.formulas
         out = [None] * len(self.next_edges)
@@ -140,7 +145,7 @@ def _fit(g, meta):
     if not isinstance(g, Tensor):
         raise TypeError(f"a derivative formula returned {type(g).__name__}, expected a Tensor")
     if g._shape != shape:
-        from ._helpers import sum_to
+        from ._helpers import sum_to  # noqa: F811
         g = sum_to(g, shape)
     if g._dtype is not dtype:
         g = g.to(dtype)

@@ -121,6 +121,8 @@ def matmul_grad(grad, self, other, which):
     """Gradient of matmul (with 1-D and batch-broadcast operands) for ``which`` = 'self' | 'other'."""
     a, b, g = self, other, grad
     a1, b1 = a.dim() == 1, b.dim() == 1
+    if a1 and b1:                       # a dot product: the gradient is 0-dim
+        return g * (b if which == "self" else a)
     if a1:
         a = a.unsqueeze(0)
         g = g.unsqueeze(-2)
@@ -270,26 +272,30 @@ def _index(t, indices):
 
 
 def scatter_reduce_grad(grad, self, index, src, result, dim, reduce, include_self, which):
-    """Gradient of scatter_reduce for 'sum', 'mean', 'amax', 'amin' (w.r.t. self or src)."""
+    """Gradient of scatter_reduce for 'sum', 'mean', 'amax', 'amin' (w.r.t. self or src), as PyTorch's
+    scatter_reduce_backward; with ``include_self=False`` the written positions of self get no gradient."""
     import ember
     d = dim
     if reduce == "sum":
-        return grad if which == "self" else grad.gather(d, index)
-    if reduce == "mean":
-        ones = ember.ones_like(src)
-        count = ember.ones_like(self) if include_self else ember.zeros_like(self)
-        count = count.scatter_add(d, index, ones).clamp(min=1)
-        g = grad / count
-        if which == "self":
-            return g if include_self else g * (count == 0).to(g._dtype)
-        return g.gather(d, index)
-    if reduce in ("amax", "amin"):
-        self_hit = (self == result).to(grad._dtype) if include_self else ember.zeros_like(self)
+        g_self, g_src = grad, grad.gather(d, index) if which == "src" else None
+    elif reduce == "mean":
+        count = ember.ones_like(grad) if include_self else ember.zeros_like(grad)
+        count = count.scatter_add(d, index, ember.ones_like(src))
+        g = grad / count.masked_fill(count == 0, 1)
+        g_self, g_src = g, g.gather(d, index) if which == "src" else None
+    elif reduce in ("amax", "amin"):
+        self_hit = (self == result).to(grad._dtype)
+        if not include_self:
+            self_hit = self_hit.scatter(d, index, 0)
         src_hit = (src == result.gather(d, index)).to(grad._dtype)
         count = self_hit.scatter_add(d, index, src_hit)
         g = grad / count.masked_fill(count == 0, 1)
-        return g * self_hit if which == "self" else g.gather(d, index) * src_hit
-    raise NotImplementedError(f"the derivative for 'scatter_reduce' with reduce='{reduce}' is not implemented.")
+        g_self, g_src = g * self_hit, g.gather(d, index) * src_hit if which == "src" else None
+    else:
+        raise NotImplementedError(f"the derivative for 'scatter_reduce' with reduce='{reduce}' is not implemented.")
+    if which == "src":
+        return g_src
+    return g_self if include_self else g_self.scatter(d, index, 0)
 
 
 # ---------------------------------------------------------------- view backward as differentiable functions

@@ -182,9 +182,11 @@ def _namespace():
 
 def register(op_name, formulas: dict, *, name=None, nondiff_outputs=(), namespace=None):
     """Compile ``formulas`` (input name -> expression) as the derivative of op ``op_name``."""
+    from ._fastpath import make_recorder
     op = _dispatch.lookup(op_name)
     op.autograd = Derivative(op, formulas, name=name, nondiff_outputs=nondiff_outputs,
                              namespace=namespace if namespace is not None else _namespace())
+    op.rec = make_recorder(op, op.autograd)
     return op.autograd
 
 

@@ -68,6 +68,20 @@ def _call_node(node, grads, create_graph):
     return out
 
 
+def _check_hook_result(hook, new, old):
+    """A tensor hook may replace a gradient, but not change its size, dtype or device (as PyTorch)."""
+    name = getattr(hook, "__name__", repr(hook))
+    if not isinstance(new, Tensor):
+        raise TypeError(f"expected Tensor or None (got {type(new).__name__})")
+    if new._shape != old._shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if new._dtype is not old._dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.type()} got {new.type()})")
+    if new._device != old._device:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.type()} got {new.type()})")
+    return new
+
+
 def _check_nan(node, out):
     from .._ops._elementwise import isnan
     for i, g in enumerate(out):
@@ -129,7 +143,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                         if grads[nr] is not None:
                             r = hook(grads[nr])
                             if r is not None:
-                                grads[nr] = r
+                                grads[nr] = _check_hook_result(hook, r, grads[nr])
             if node._retain:
                 for nr, ref in node._retain.items():
                     t = ref()
@@ -141,7 +155,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                         captured[i] = g
             if isinstance(node, AccumulateGrad):
                 if accumulate and grads[0] is not None and (capture is None or (node, 0) in capture):
-                    pending.append((node.variable, grads[0], True))
+                    leaf = node.variable
+                    if leaf is not None:
+                        pending.append((leaf, grads[0], True))
                 continue
             if capture is not None and not any(e is not None and e[0] in needed for e in node.next_edges):
                 continue
@@ -193,8 +209,7 @@ def _accumulate(pending, create_graph):
         if is_leaf:
             done.append(t)
     for t in done:
-        acc = t.__dict__.get("_accumulator")
-        acc = acc() if acc is not None else None
+        acc = t._accumulator
         if acc is not None and acc._post_hooks:
             for hook in list(acc._post_hooks.values()):
                 hook(t)

@@ -14,7 +14,8 @@
 
     y = Exp.apply(x)
 
-``forward`` runs with grad mode off; ``backward`` runs with grad mode on exactly when
+``forward`` may instead take no ctx, with a static ``setup_context(ctx, inputs, output)``
+filling ctx (PyTorch 2 style). ``forward`` runs with grad mode off; ``backward`` runs with grad mode on exactly when
 the backward pass was asked to ``create_graph`` (so a backward written with ember ops
 is itself differentiable, unless decorated with ``once_differentiable``).
 """
@@ -85,8 +86,10 @@ class BackwardCFunction(Node, FunctionCtx):
         if self._released:
             raise RuntimeError(_SECOND_TIME)
         full = []
+        grads = list(grads) + [None] * (len(self._output_meta) - len(grads))
         for g, m in zip(grads, self._output_meta):
-            if g is None and m is not None and self.materialize_grads:
+            if g is None and m is not None and self.materialize_grads:   # zeros, as PyTorch (also for
+                # outputs marked non-differentiable: backward gets one gradient per output)
                 from .._ops._creation import zeros
                 g = zeros(m[0], dtype=m[1], device=m[2])
             full.append(g)
@@ -138,6 +141,12 @@ class Function(metaclass=_FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Optional (PyTorch 2 style): with it, ``forward(*args)`` takes no ctx and this fills
+        ctx from the inputs (a tuple) and the output instead."""
+        raise NotImplementedError("setup_context is not implemented.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run forward and, when an input requires grad and grad mode is on, record the node."""
@@ -152,7 +161,11 @@ class Function(metaclass=_FunctionMeta):
         STATE.enabled = False
         STATE.update()
         try:
-            result = cls.forward(node, *args, **kwargs)
+            if cls.setup_context is Function.setup_context:
+                result = cls.forward(node, *args, **kwargs)
+            else:
+                result = cls.forward(*args, **kwargs)
+                cls.setup_context(node, args, result)
         finally:
             STATE.enabled = prev_enabled
             STATE.check = prev_check
@@ -177,9 +190,11 @@ def _wrap_outputs(node, args, result):
         if id(o) in input_ids and id(o) not in dirty:
             o = o.detach()            # an input returned as is: a new tensor aliasing it
         if id(o) in dirty:
+            if o._grad_fn is None and o._requires_grad and o._base is None:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
             check_inplace(o)
         diff = (o._dtype.is_floating_point or o._dtype.is_complex) and id(outputs[i]) not in nondiff
-        node._output_meta.append((o._shape, o._dtype, o._device) if diff else None)
+        node._output_meta.append((o._shape, o._dtype, o._device))
         if diff:
             if id(o) in dirty and o._base is not None:
                 from ._record import rebase_history
@@ -200,6 +215,7 @@ def _wrap_outputs(node, args, result):
             saved.append(SavedTensor(t))
     node._saved = saved
     node._to_save = ()
+    node.num_outputs = len(outputs)
     return new_outputs[0] if single else tuple(new_outputs)
 
 

@@ -72,7 +72,16 @@ class _DecoratorContextManager:
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also usable as a bare decorator (``@no_grad`` as well as ``@no_grad()``), as in PyTorch."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Disable gradient recording inside the block (outputs do not require grad)."""
 
     def __enter__(self):
@@ -83,7 +92,7 @@ class no_grad(_DecoratorContextManager):
         _set(self.prev)
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     """Enable gradient recording inside the block (e.g. inside a ``no_grad`` region)."""
 
     def __enter__(self):
@@ -121,6 +130,11 @@ class set_grad_enabled(_DecoratorContextManager):
 
 class inference_mode(_DecoratorContextManager):
     """Like ``no_grad`` (``mode=True``), for code that will never be differentiated."""
+
+    def __new__(cls, mode_or_fn=True):
+        if mode_or_fn is None or isinstance(mode_or_fn, bool):
+            return super().__new__(cls)
+        return cls()(mode_or_fn)            # bare @inference_mode
 
     def __init__(self, mode: bool = True):
         self.mode = mode

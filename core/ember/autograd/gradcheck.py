@@ -60,7 +60,9 @@ def _numerical(func, inputs, i, n_outs, eps):
             elem.fill_(orig)
         for o in range(n_outs):
             cols[o].append((plus[o] - minus[o]) / (2 * eps))
-    return [np.array(c).reshape(x.numel(), -1) for c in cols]
+    if not x.numel():           # nothing to perturb: empty Jacobians, one forward for the outputs' sizes
+        return [np.zeros((0, o.size)) for o in evaluate()]
+    return [np.array(c).reshape(x.numel(), c[0].size) for c in cols]
 
 
 def _analytical(outputs, inputs, diff_idx):

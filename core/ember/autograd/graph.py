@@ -56,16 +56,24 @@ class Node:
 
     _name = "Node"
     num_outputs = 1
+    # rarely set state: class defaults (the recording fast path builds nodes without __init__)
+    _pre_hooks = None                  # {key: fn(grad_outputs) -> new grad_outputs | None}
+    _hooks = None                      # {key: fn(grad_inputs, grad_outputs) -> new grad_inputs | None}
+    _tensor_hooks = None               # {output_nr: {key: fn(grad) -> grad | None}}
+    _retain = None                     # {output_nr: weakref of a tensor that retains its grad}
+    _trace = None                      # forward traceback (anomaly mode)
+
+    @property
+    def metadata(self) -> dict:
+        """A dict for users' own annotations of this node."""
+        d = self.__dict__.get("_metadata")
+        if d is None:
+            d = self.__dict__["_metadata"] = {}
+        return d
 
     def __init__(self, next_edges=()):
         self.next_edges = list(next_edges)      # (node, nr) | None per input
         self.seq_nr = next(_seq)
-        self._pre_hooks = None                  # {key: fn(grad_outputs) -> new grad_outputs | None}
-        self._hooks = None                      # {key: fn(grad_inputs, grad_outputs) -> new grad_inputs | None}
-        self._tensor_hooks = None               # {output_nr: {key: fn(grad) -> grad | None}}
-        self._retain = None                     # {output_nr: weakref of a tensor that retains its grad}
-        self._trace = None                      # forward traceback (anomaly mode)
-        self.metadata = {}
         if STATE.anomaly:
             import traceback
             self._trace = "".join(traceback.format_stack()[:-3])
@@ -116,26 +124,33 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """The node of a leaf tensor: the engine adds the incoming gradient to ``variable.grad``."""
+    """The node of a leaf tensor: the engine adds the incoming gradient to ``variable.grad``.
+
+    The leaf holds its AccumulateGrad strongly (one node per leaf, reused by every op);
+    the node refers back to the leaf weakly, so there is no reference cycle.
+    """
 
     _name = "AccumulateGrad"
+    _post_hooks = None
 
     def __init__(self, variable):
         super().__init__(())
-        self.variable = variable
-        self._post_hooks = None
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self):
+        """The leaf tensor (None once it has been freed)."""
+        return self._variable()
 
     def apply(self, grads):
         return []
 
 
 def accumulator(t) -> AccumulateGrad:
-    """The (unique, weakly cached) AccumulateGrad node of leaf ``t``."""
-    ref = t.__dict__.get("_accumulator")
-    acc = ref() if ref is not None else None
+    """The AccumulateGrad node of leaf ``t`` (created on first use, then cached on ``t``)."""
+    acc = t._accumulator
     if acc is None:
-        acc = AccumulateGrad(t)
-        t.__dict__["_accumulator"] = weakref.ref(acc)
+        acc = t._accumulator = AccumulateGrad(t)
     return acc
 
 

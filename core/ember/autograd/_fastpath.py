@@ -1,0 +1,182 @@
+"""Per-op recorders for the hot path: single-output structured ops.
+
+The generated entry point of such an op runs its kernel and then, when an input
+requires grad, calls ``op.rec(result, <the op's arguments>)``. For an op whose
+derivative has only plain tensor arguments the recorder is generated from the
+derivative (as the entry point is generated from the schema): it builds the node
+without ``__init__``, with the edges, saved tensors and shapes that op needs and nothing
+else. This keeps the added cost of a recorded op near PyTorch's (benchmarks/bench_autograd.py).
+Other ops use ``generic_recorder`` (the general ``_record._build_node``).
+"""
+from __future__ import annotations
+
+from .._grad_state import STATE
+from .._tensor import Tensor
+from ._formula import FormulaNode
+from .graph import SavedTensor, accumulator, _seq
+
+__all__ = ["make_recorder", "generic_recorder", "edge", "save_input", "save_output"]
+
+_new = object.__new__
+_EMPTY: dict = {}
+
+
+def edge(x):
+    """grad_edge for an argument that may be a Python number."""
+    try:
+        gf = x._grad_fn
+    except AttributeError:
+        return None
+    if gf is not None:
+        if x._base is not None and x.__dict__.get("_gf_version") != x._version:
+            from ._record import regenerate_view_grad_fn
+            gf = regenerate_view_grad_fn(x)
+        return (gf, x._output_nr)
+    if x._requires_grad:
+        return (accumulator(x), 0)
+    return None
+
+
+def meta(x):
+    """(shape, dtype) of a tensor argument, None for a number."""
+    return (x._shape, x._dtype) if x.__class__ is Tensor or isinstance(x, Tensor) else None
+
+
+class SavedInput(tuple):
+    """A saved input as a plain tuple (tensor, version at save time, its grad_fn then).
+
+    Cheaper to build than a SavedTensor; the node drops it when released.
+    """
+
+    __slots__ = ()
+
+    def unpack(self, node=None):
+        data, version, grad_fn = self
+        if data._version != version:
+            from .graph import _describe
+            which = f", which is output {data._output_nr} of {grad_fn.name()}," if grad_fn is not None else ""
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"{_describe(data)}{which} is at version {data._version}; expected version {version} instead. "
+                f"Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+                f"ember.autograd.set_detect_anomaly(True).")
+        return data
+
+    def release(self):
+        pass
+
+
+_tuple_new = tuple.__new__
+
+
+def save_input(x):
+    """The saved form of input ``x`` (a constant for a number)."""
+    if not isinstance(x, Tensor):
+        from ._record import _Constant
+        return _Constant(x)
+    vc = x._vc
+    return _tuple_new(SavedInput, (x, 0 if vc is None else vc[0], x._grad_fn))
+
+
+def save_output(t):
+    """A SavedTensor of output ``t`` (kept without its grad_fn)."""
+    return SavedTensor(t, is_output=True, output_nr=0)
+
+
+def _trace():
+    import traceback
+    return "".join(traceback.format_stack()[:-3])
+
+
+_TEMPLATE = """
+def rec(result, {params}):
+    if not result._dtype.is_floating_point:
+        return
+{prologue}
+    node = _new(_Node)
+    node.next_edges = [{edges}]
+    node.seq_nr = _next(_seq)
+    node.input_meta = [{metas}]{saved}{scalars}{shapes}
+    if _STATE.anomaly:
+        node._trace = _trace()
+    result._grad_fn = node
+    result._requires_grad = True
+"""
+
+# per tensor argument: its edge, its (shape, dtype) and, when saved, its SavedInput, inline for tensors
+# (the common cases: a leaf, or a non-view with a grad_fn) and through the helpers otherwise
+_ARG = """
+    try:
+        gf_{n} = {n}._grad_fn
+    except AttributeError:              # a Python number where the schema says Tensor
+        e_{n} = m_{n} = None{save_const}
+    else:
+        m_{n} = ({n}._shape, {n}._dtype)
+        if gf_{n} is not None:
+            e_{n} = (gf_{n}, {n}._output_nr) if {n}._base is None else _edge({n})
+        elif {n}._requires_grad:
+            e_{n} = ({n}._accumulator or _acc({n}), 0)
+        else:
+            e_{n} = None{save}
+"""
+
+
+def make_recorder(op, spec):
+    """The recorder of ``op`` for derivative ``spec`` (generated, or the generic one)."""
+    if spec.list_args or spec.nondiff_outputs or len(op.schema.returns) != 1 or not op.structured:
+        return generic_recorder(op)
+    args = op.schema.arguments
+    params = []
+    star = False
+    for a in args:
+        if a.kwarg_only and not star:
+            params.append("*")
+            star = True
+        params.append(a.name)
+    tensor_args = [a.name for a in args if a.is_tensor]
+    prologue = []
+    for n in tensor_args:
+        saved_here = n in spec.saved_inputs
+        prologue.append(_ARG.format(
+            n=n,
+            save_const=f"\n        s_{n} = _Constant({n})" if saved_here else "",
+            save=(f"\n        vc_{n} = {n}._vc\n        s_{n} = _tnew(_SI, ({n}, 0 if vc_{n} is None else "
+                  f"vc_{n}[0], gf_{n}))") if saved_here else ""))
+    edges = ", ".join(f"e_{n}" if n in spec.formulas else "None" for n in tensor_args)
+    metas = ", ".join(f"m_{n}" for n in tensor_args)
+    saved = [f"'{n}': s_{n}" for n in spec.saved_inputs]
+    saved += ["0: _save_output(result)" for _ in spec.saved_outputs[:1]]
+    scalars = ", ".join(f"'{n}': {n}" for n in spec.scalar_args)
+    shapes = ", ".join(f"'{n}_shape': {n}._shape" for n in spec.shape_args)
+    ind = "\n    "
+    src = _TEMPLATE.format(params=", ".join(params), prologue="".join(prologue).rstrip("\n"),
+                           edges=edges + ("," if len(tensor_args) == 1 else ""), metas=metas,
+                           saved=f"{ind}node.saved = {{{', '.join(saved)}}}" if saved else "",
+                           scalars=f"{ind}node.scalars = {{{scalars}}}" if scalars else "",
+                           shapes=f"{ind}node.shapes = {{{shapes}}}" if shapes else "")
+    # one node class per op, named after its backward (MulBackward0), holding what every node of it shares
+    node_cls = type(spec.name, (FormulaNode,), {"_name": spec.name, "spec": spec, "saved": _EMPTY,
+                                                "scalars": _EMPTY, "shapes": _EMPTY, "output_meta": None,
+                                                "slots": tuple((n, None) for n in tensor_args),
+                                                "__module__": "ember.autograd.graph"})
+    from ._record import _Constant
+    ns = {"_new": _new, "_Node": node_cls, "_next": next, "_seq": _seq, "_edge": edge, "_acc": accumulator,
+          "_tnew": _tuple_new, "_SI": SavedInput, "_Constant": _Constant,
+          "_save_output": save_output, "_STATE": STATE, "_trace": _trace}
+    exec(compile(src, f"<ember autograd recorder {op.name}>", "exec"), ns)
+    return ns["rec"]
+
+
+def generic_recorder(op):
+    """A recorder that binds the arguments by name and uses the general node builder."""
+    names = [a.name for a in op.schema.arguments]
+
+    def rec(result, *args, **kwargs):
+        from ._record import _build_node, _attach
+        kw = dict(zip(names, args))
+        kw.update(kwargs)
+        from .function import BackwardCFunction
+        node = _build_node(op, kw, (result,))
+        if node is not None and not isinstance(node, BackwardCFunction):
+            _attach(node, (result,))
+    return rec
