@@ -25,3 +25,25 @@ try:
 except RuntimeError as e:
     print("broadcast error, as in PyTorch:", e)
 print("memory allocated on cpu:", torch.memory.memory_allocated("cpu"), "bytes")
+
+# autograd: reverse mode, recorded by the dispatcher, formulas written with ember ops (any device)
+w = torch.randn(3, requires_grad=True)
+y = (w * w).sum()
+y.backward()
+print("d/dw sum(w*w) == 2w:", torch.allclose(w.grad, 2 * w.detach()), "| grad_fn:", y.grad_fn.name())
+(g,) = torch.autograd.grad((w ** 3).sum(), w, create_graph=True)   # double backward
+(h,) = torch.autograd.grad(g.sum(), w)
+print("second derivative of w**3 == 6w:", torch.allclose(h, 6 * w.detach()))
+# fit y = 3x + 1 by gradient descent
+xs = torch.linspace(-1, 1, 50)
+ys = 3 * xs + 1
+a = torch.zeros(1, requires_grad=True)
+b = torch.zeros(1, requires_grad=True)
+for step in range(200):
+    loss = ((a * xs + b - ys) ** 2).mean()
+    a.grad = b.grad = None
+    loss.backward()
+    with torch.no_grad():
+        a -= 0.5 * a.grad
+        b -= 0.5 * b.grad
+print(f"fitted a = {a.item():.3f}, b = {b.item():.3f} (true 3, 1), loss {loss.item():.2e}")

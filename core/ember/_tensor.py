@@ -4,8 +4,9 @@ Everything here is metadata: the view ops (``view``, ``reshape`` when possible,
 ``transpose``/``t``/``permute``, ``expand``, ``narrow``, ``select``, basic indexing,
 ``squeeze``/``unsqueeze``, ``unfold``, ``diagonal``, ``as_strided``, ``flatten``,
 ``unflatten``, ``movedim``) build a new Tensor over the same storage with no kernel,
-so they work on every strided device. Ops with kernels are attached as methods by the
-op modules (``_ops/*``).
+so they work on every strided device; ``t_``, ``transpose_``, ``squeeze_`` and
+``unsqueeze_`` change a tensor's own geometry the same way. Ops with kernels are
+attached as methods by the op modules (``_ops/*``).
 """
 from __future__ import annotations
 

@@ -69,7 +69,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     tensors = _as_tuple(tensors)
     grad_tensors = _as_tuple(grad_tensors) or (None,) * len(tensors)
     if len(grad_tensors) != len(tensors):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs")
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(grad_tensors)} gradients")
     if retain_graph is None:
         retain_graph = create_graph
     inputs = _as_tuple(inputs)
@@ -97,11 +97,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if allow_unused is None:
         allow_unused = materialize_grads
     outputs = _as_tuple(outputs)
-    single_input = isinstance(inputs, Tensor)
     inputs = _as_tuple(inputs)
     grad_outputs = _as_tuple(grad_outputs) or (None,) * len(outputs)
     if len(grad_outputs) != len(outputs):
-        raise RuntimeError(f"grad_outputs should be a sequence of length {len(outputs)}, got {len(grad_outputs)}")
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     if retain_graph is None:
         retain_graph = create_graph
     for x in inputs:

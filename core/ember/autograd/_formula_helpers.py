@@ -8,9 +8,9 @@ import numbers
 from .._tensor import Tensor
 from ._helpers import dims_of, reduce_grad, sum_to, unsqueeze_dims
 
-__all__ = ["scale", "count", "nanmean_grad", "copysign_grad", "minmax_grad", "fminmax_grad", "pow_self_grad",
-           "pow_exponent_grad", "clamp_grad", "clamp_bound_grad", "matrix_norm_grad", "cumsum_grad", "cat_grad",
-           "roll_grad", "repeat_grad", "repeat_interleave_grad", "take_grad", "index_select_like",
+__all__ = ["scale", "count", "atan2_recip", "nanmean_grad", "copysign_grad", "minmax_grad", "fminmax_grad",
+           "pow_self_grad", "pow_exponent_grad", "clamp_grad", "clamp_bound_grad", "matrix_norm_grad", "cumsum_grad",
+           "cat_grad", "roll_grad", "repeat_grad", "repeat_interleave_grad", "take_grad", "index_select_like",
            "masked_scatter_grad", "masked_select_grad", "scatter_self_grad", "scatter_src_grad"]
 
 
@@ -47,20 +47,34 @@ def copysign_grad(grad, self, result):
     return grad * ratio
 
 
+def atan2_recip(self, other):
+    """1 / (self^2 + other^2) for atan2's gradient, 0 where both are 0 (as PyTorch); no inf is formed,
+    so double backward stays finite there too."""
+    d = self * self + other * other
+    zero = d == 0
+    return (1 / d.masked_fill(zero, 1)).masked_fill(zero, 0)
+
+
 def minmax_grad(grad, x, y, is_max):
-    """Gradient of maximum / minimum w.r.t. ``x``: all of it where x wins, half where x == y."""
+    """Gradient of maximum / minimum w.r.t. ``x``: all of it unless x loses, half where x == y
+    (as PyTorch: where a NaN is compared, both operands get the whole gradient)."""
     if not isinstance(y, Tensor):
         y = _ember().tensor(y, dtype=x._dtype, device=x._device)
-    win = (x > y) if is_max else (x < y)
+    lose = (x < y) if is_max else (x > y)
     tie = (x == y)
-    return grad * (win.to(grad._dtype) + 0.5 * tie.to(grad._dtype))
+    return grad * (lose.logical_not().to(grad._dtype) - 0.5 * tie.to(grad._dtype))
 
 
-def fminmax_grad(grad, x, y, is_max):
-    """Gradient of fmax / fmin w.r.t. ``x``: where x is chosen (NaN in y counts for x)."""
-    if not isinstance(y, Tensor):
-        y = _ember().tensor(y, dtype=x._dtype, device=x._device)
-    chosen = ((x >= y) if is_max else (x <= y)).logical_or(y.isnan())
+def fminmax_grad(grad, self, other, is_max, for_other=False):
+    """Gradient of fmax / fmin w.r.t. ``self`` (or ``other`` when ``for_other``): self takes it where
+    self is chosen (ties and a NaN ``other`` included), other everywhere else (as PyTorch)."""
+    if not isinstance(other, Tensor):
+        other = _ember().tensor(other, dtype=self._dtype, device=self._device)
+    if not isinstance(self, Tensor):
+        self = _ember().tensor(self, dtype=other._dtype, device=other._device)
+    chosen = ((self >= other) if is_max else (self <= other)).logical_or(other.isnan())
+    if for_other:
+        chosen = chosen.logical_not()
     return grad * chosen.to(grad._dtype)
 
 
@@ -102,8 +116,8 @@ def clamp_bound_grad(grad, self, min, max, is_min):
     ember = _ember()
     if is_min:
         mask = self < min
-        if max is not None:
-            mask = mask.logical_and(ember.as_tensor(min <= max) if not isinstance(min, Tensor) else min <= max)
+        if max is not None:   # equal bounds: the result is max (PyTorch's clamp_backward_min_max)
+            mask = mask.logical_and(ember.as_tensor(min < max) if not isinstance(min, Tensor) else min < max)
     else:
         lower = self if min is None else ember.maximum(self, min if isinstance(min, Tensor) else
                                                        ember.full_like(self, min))

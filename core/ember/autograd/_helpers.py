@@ -71,13 +71,20 @@ def masked_grad(grad, mask):
     return grad * mask.to(grad._dtype)
 
 
-def evenly_distribute(grad, self, result, dim=None, keepdim=False):
-    """Gradient of max/min/amax/amin/median (no indices): shared evenly among the tied elements."""
+def evenly_distribute(grad, self, result, dim=None, keepdim=False, nan_aware=False):
+    """Gradient of max/min/amax/amin/median (no indices): shared evenly among the tied elements.
+
+    ``nan_aware`` (max() / min() / median(), PyTorch's evenly_distribute_backward): a NaN result
+    came from the NaN elements; without it (amax, aminmax: scale_grad_by_count) such slices get NaN.
+    """
     dims = dims_of(dim, self.dim())
     r, g = result, grad
     if not keepdim and self.dim():
         r, g = unsqueeze_dims(r, dims, self.dim()), unsqueeze_dims(g, dims, self.dim())
-    mask = (self == r).to(grad._dtype)
+    mask = self == r
+    if nan_aware:
+        mask = mask.logical_or(self.isnan().logical_and(r.isnan()))
+    mask = mask.to(grad._dtype)
     count = mask.sum(dims, keepdim=True) if self.dim() else mask
     return mask * (g / count)
 
@@ -139,25 +146,32 @@ def matmul_grad(grad, self, other, which):
 
 
 def norm_grad(grad, self, p, result, dim, keepdim):
-    """Gradient of the vector p-norm over ``dim`` (PyTorch's norm_backward: 0 at x = 0 for p = 2)."""
+    """Gradient of the vector p-norm over ``dim``, branch by branch as PyTorch's norm_backward
+    (0 where the norm is 0 for p >= 1, 0 at x = 0 for p < 2, ties of the inf-norms shared evenly)."""
+    from .._ops._creation import zeros_like
     p = 2.0 if p is None else builtins.float(p)
     nd = self.dim()
     dims = dims_of(dim, nd)
     if not keepdim and nd:
         grad, result = unsqueeze_dims(grad, dims, nd), unsqueeze_dims(result, dims, nd)
     if p == 0:
-        return self * 0
+        return zeros_like(self)
     if p == 1:
         return self.sgn() * grad
     if p == 2:
         safe = result.masked_fill(result == 0, 1)
         return self * (grad / safe) * (result != 0).to(grad._dtype)
     if math.isinf(p):
-        mask = (self.abs() == result).to(grad._dtype)
+        a = self.abs()
+        mask = (a == result).logical_or(a.isnan()).to(grad._dtype)
         count = mask.sum(dims, keepdim=True)
         return self.sgn() * mask * grad / count
+    if p < 1:
+        scaled = self.sgn() * self.abs().pow(p - 1).masked_fill(self == 0, 0)
+        return scaled * grad * result.pow(1 - p)
+    scaled = self.sgn() * self.abs().pow(p - 1) if p < 2 else self * self.abs().pow(p - 2)
     safe = result.masked_fill(result == 0, 1)
-    return self * self.abs().pow(p - 2) * grad / safe.pow(p - 1) * (result != 0).to(grad._dtype)
+    return scaled * (grad / safe.pow(p - 1)) * (result != 0).to(grad._dtype)
 
 
 def var_grad(grad, self, dim, correction, keepdim):
@@ -169,7 +183,12 @@ def var_grad(grad, self, dim, correction, keepdim):
     if not keepdim and nd:
         grad = unsqueeze_dims(grad, dims, nd)
     mean = self.mean(dims, keepdim=True) if nd else self
-    return (2.0 / builtins.max(n - c, 0)) * grad * (self - mean)
+    dof = n - c
+    if dof <= 0 and (dim is None or nd == 0):
+        # PyTorch's var_backward: 2 / dof is inf; NaN where x == mean (inf * 0), inf elsewhere
+        from .._ops._elementwise import where
+        return grad * where(self == mean, math.nan, math.inf)
+    return (2.0 / dof if dof else math.inf) * grad * (self - mean)
 
 
 def logsumexp_grad(grad, self, result, dim, keepdim):
@@ -236,28 +255,45 @@ def nan_to_num_grad(grad, self):
 
 
 def einsum_grad(grad, equation, tensors, i):
-    """Gradient of einsum for operand ``i``: einsum of the output gradient with the other operands."""
+    """Gradient of einsum for operand ``i``: one einsum of the output gradient with the other operands.
+
+    ``...`` becomes explicit labels; a label repeated in operand ``i`` (a diagonal, as in
+    ``'ii->i'``) gets a fresh label tied to it by an identity matrix; a label summed by
+    operand ``i`` alone is broadcast back; size-1 dims that broadcast are summed by the node.
+    """
+    import string
     import ember
-    lhs, _, rhs = equation.replace(" ", "").partition("->")
-    subs = lhs.split(",")
-    if "..." in equation:
-        raise NotImplementedError("ember: the derivative of einsum with '...' is not implemented")
-    if not rhs and "->" not in equation:
-        rhs = "".join(sorted(c for c in set("".join(subs)) if "".join(subs).count(c) == 1))
-    mine = subs[i]
-    if len(set(mine)) != len(mine):
-        raise NotImplementedError("ember: the derivative of einsum with a repeated index in one operand "
-                                  "is not implemented")
-    others = [s for j, s in enumerate(subs) if j != i]
-    present = set(rhs) | set("".join(others))
-    keep = "".join(c for c in mine if c in present)
-    eq = ",".join([rhs] + others) + "->" + keep
-    g = ember.einsum(eq, grad, *[t for j, t in enumerate(tensors) if j != i])
-    if keep != mine:
-        for pos, c in enumerate(mine):
+    from .._ops._linalg import _parse_einsum
+    subs, out, _, ell = _parse_einsum(equation, [t._shape for t in tensors])
+    used = set("".join(l for s in subs for l in s))
+    spare = iter(c for c in string.ascii_letters if c not in used)
+    ell_labels = [next(spare) for _ in ell]
+
+    def explicit(labels, ndim):
+        k = ndim - (len(labels) - 1)            # dims the ellipsis covers in this operand
+        return [x for l in labels for x in ((ell_labels[len(ell_labels) - k:] if k else []) if l == "." else [l])]
+
+    subs = [explicit(s, t.dim()) if "." in s else list(s) for s, t in zip(subs, tensors)]
+    out = [x for l in out for x in (ell_labels if l == "." else [l])]
+    mine, shape = subs[i], tensors[i]._shape
+    operands = [grad] + [t for j, t in enumerate(tensors) if j != i]
+    in_subs = ["".join(out)] + ["".join(s) for j, s in enumerate(subs) if j != i]
+    keep, seen = [], set()
+    for pos, c in enumerate(mine):
+        if c in seen:
+            d = next(spare)
+            operands.append(ember.eye(shape[pos], dtype=grad._dtype, device=grad._device))
+            in_subs.append(c + d)
+            c = d
+        seen.add(c)
+        keep.append(c)
+    present = set("".join(in_subs))
+    g = ember.einsum(",".join(in_subs) + "->" + "".join(c for c in keep if c in present), *operands)
+    if len(g._shape) != len(shape):
+        for pos, c in enumerate(keep):
             if c not in present:
                 g = g.unsqueeze(pos)
-        g = g.expand(tensors[i]._shape)
+        g = g.expand([shape[p] if c not in present else -1 for p, c in enumerate(keep)])
     return g
 
 

@@ -142,10 +142,19 @@ def record_inplace(op, fn, kwargs):
         from .._ops._copy import clone
         saved_self = clone(self)          # the value before the write (recorded: double backward sees it)
     self_edge = (grad_edge(self),)
+    version, vc = self._version, self._vc
     _below(fn, kwargs)
     node = _build_node(op, kwargs, (self,), self_edge=self_edge, saved_self=saved_self)
     if node is None:
         return self
+    # another argument aliasing self (y.mul_(y), y.mul_(y[0])) was saved after the write: it is
+    # saved at its version before it, so backward raises PyTorch's error instead of using new values
+    for v in (getattr(node, "saved", None) or {}).values():
+        for s in (v if isinstance(v, list) else (v,)):
+            data = getattr(s, "data", None)
+            if isinstance(s, SavedTensor) and not s.is_output and data is not saved_self and \
+                    (data is self or (vc is not None and data._vc is vc)):
+                s.version = version
     rebase_history(self, node)
     return self
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import weakref
 
-from .._grad_state import STATE, mark_requires_grad
+from .._grad_state import mark_requires_grad
 from .._tensor import Tensor
 from .graph import accumulator, grad_edge, RemovableHandle
 
@@ -109,10 +109,32 @@ def retain_grad(self):
     if self._grad_fn is None or self.__dict__.get("_retains_grad"):
         return
     node, nr = grad_edge(self)
+    key = id(self)
+    ref = weakref.ref(self, lambda _, key=key: _RETAINING.pop(key, None))
     if node._retain is None:
         node._retain = {}
-    node._retain[nr] = weakref.ref(self)
+    node._retain[nr] = ref
     self.__dict__["_retains_grad"] = True
+    _RETAINING[key] = ref
+
+
+# the tensors that retain their grad: an in-place op gives such a tensor a new grad_fn, and
+# the engine moves the retention to it before a backward (as PyTorch moves its retains_grad hook)
+_RETAINING: dict = {}
+
+
+def sync_retained():
+    """Attach every retaining tensor's retention to its current grad_fn (called by the engine)."""
+    for ref in list(_RETAINING.values()):
+        t = ref()
+        if t is None or t._grad_fn is None:
+            continue
+        if t._base is not None and t.__dict__.get("_gf_version") != t._version:
+            continue        # a view written in place: its history is its base's, as in PyTorch
+        node = t._grad_fn
+        if node._retain is None:
+            node._retain = {}
+        node._retain[t._output_nr] = ref
 
 
 def _retains_grad(self) -> builtins.bool:
@@ -122,11 +144,11 @@ def _retains_grad(self) -> builtins.bool:
 def detach_(self):
     """Detach this tensor from the graph in place: it becomes a leaf that does not require grad."""
     if self._base is not None and self._grad_fn is not None:
-        raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
-                           "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of "
-                           "DDP buckets, and hence detach_() cannot be called on these gradients. To fix this error, "
-                           "please refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the "
-                           "solution.")
+        raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                           "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, "
+                           "gradients are views of DDP buckets, and hence detach_() cannot be called on these "
+                           "gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+                           "torch/optim/optimizer.py as the solution.")
     self._grad_fn = None
     self._requires_grad = False
     return self

@@ -12,6 +12,7 @@ import heapq
 from .._grad_state import STATE
 from .._tensor import Tensor
 from .graph import AccumulateGrad, grad_edge
+from . import _tensor_methods
 
 __all__ = ["run_backward"]
 
@@ -100,6 +101,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     ``inputs`` only). ``accumulate=False`` (``autograd.grad``): return the gradients of
     ``inputs`` instead. Returns a list aligned with ``inputs`` (None where unused).
     """
+    if _tensor_methods._RETAINING:
+        _tensor_methods.sync_retained()
     root_edges = []
     for i, t in enumerate(tensors):
         e = grad_edge(t)

@@ -203,6 +203,8 @@ def _wrap_outputs(node, args, result):
                 o._grad_fn = node
                 o._output_nr = i
                 o._requires_grad = True
+                if o._base is not None:         # a view forward returned: node is its history, as it is
+                    o.__dict__["_gf_version"] = o._version
         new_outputs.append(o)
     out_ids = {id(o): i for i, o in enumerate(new_outputs) if isinstance(o, Tensor)}
     saved = []

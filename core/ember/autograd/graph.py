@@ -12,7 +12,6 @@ import itertools
 import weakref
 
 from .._grad_state import STATE
-from .._tensor import Tensor
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "grad_edge", "accumulator", "RemovableHandle"]
 
