@@ -144,14 +144,21 @@ def make_recorder(op, spec):
                   f"vc_{n}[0], gf_{n}))") if saved_here else ""))
     edges = ", ".join(f"e_{n}" if n in spec.formulas else "None" for n in tensor_args)
     metas = ", ".join(f"m_{n}" for n in tensor_args)
+    def needed(name):
+        users = [a for a in spec.users.get(name, ()) if a in tensor_args]
+        return " or ".join(f"e_{a} is not None" for a in users) or "False"
     saved = [f"'{n}': s_{n}" for n in spec.saved_inputs]
-    saved += ["0: _save_output(result)" for _ in spec.saved_outputs[:1]]
+    saved = []
+    for n in spec.saved_inputs:
+        saved.append(f"\n    if {needed(n)}:\n        node.saved['{n}'] = s_{n}")
+    for name, i in spec.out_names.items():
+        saved.append(f"\n    if {needed(name)}:\n        node.saved[{i}] = _save_output(result)")
     scalars = ", ".join(f"'{n}': {n}" for n in spec.scalar_args)
     shapes = ", ".join(f"'{n}_shape': {n}._shape" for n in spec.shape_args)
     ind = "\n    "
     src = _TEMPLATE.format(params=", ".join(params), prologue="".join(prologue).rstrip("\n"),
                            edges=edges + ("," if len(tensor_args) == 1 else ""), metas=metas,
-                           saved=f"{ind}node.saved = {{{', '.join(saved)}}}" if saved else "",
+                           saved=f"{ind}node.saved = {{}}" + "".join(saved) if saved else "",
                            scalars=f"{ind}node.scalars = {{{scalars}}}" if scalars else "",
                            shapes=f"{ind}node.shapes = {{{shapes}}}" if shapes else "")
     # one node class per op, named after its backward (MulBackward0), holding what every node of it shares

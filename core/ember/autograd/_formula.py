@@ -55,6 +55,12 @@ class Derivative:
             self.formulas[arg] = (fn, params)
             used.update(params)
         self.saved_inputs = [a for a in self.tensor_args if a in used]
+        # saved name -> the inputs whose formulas use it: it is saved only when one of them needs a
+        # gradient (as PyTorch: x * 2 does not save x), so unrelated in-place writes stay legal
+        self.users = {}
+        for arg, (fn, params) in self.formulas.items():
+            for p in params:
+                self.users.setdefault(p, []).append(arg)
         self.saved_outputs = sorted({outs[n] for n in used if n in outs})
         self.out_names = {n: i for n, i in outs.items() if n in used}
         self.shape_args = [a for a in self.tensor_args if f"{a}_shape" in used]
@@ -101,11 +107,15 @@ class FormulaNode(Node):
         env.update(self.shapes)
         if self.released:
             raise RuntimeError(_SECOND_TIME)
+        saved = self.saved
         for name in spec.saved_inputs:
-            v = self.saved[name]
-            env[name] = [s.unpack() for s in v] if isinstance(v, list) else v.unpack()
+            v = saved.get(name)
+            if v is not None:
+                env[name] = [s.unpack() for s in v] if isinstance(v, list) else v.unpack()
         for n, i in spec.out_names.items():
-            env[n] = self.saved[i].unpack(self)
+            v = saved.get(i)
+            if v is not None:
+                env[n] = v.unpack(self)
         full = []
         for i, g in enumerate(grads):
             if g is None and self.output_meta is not None and self.output_meta[i] is not None:

@@ -63,7 +63,10 @@ def _build_node(op, kwargs, outputs, self_edge=None, saved_self=None):
     if spec is None:
         return NotImplementedNode(op.name, edges)
     saved = {}
+    needs = {slot[0] for slot, e in zip(slots, edges) if e is not None}
     for name in spec.saved_inputs:
+        if not any(a in needs for a in spec.users.get(name, ())):
+            continue
         v = saved_self if (saved_self is not None and name == first) else kwargs[name]
         if isinstance(v, (list, tuple)):
             saved[name] = [SavedTensor(x) if isinstance(x, Tensor) else _Constant(x) for x in v]
@@ -71,8 +74,9 @@ def _build_node(op, kwargs, outputs, self_edge=None, saved_self=None):
             saved[name] = SavedTensor(v)
         else:
             saved[name] = _Constant(v)
-    for i in spec.saved_outputs:
-        saved[i] = SavedTensor(outputs[i], is_output=True, output_nr=i)
+    for name, i in spec.out_names.items():
+        if i not in saved and any(a in needs for a in spec.users.get(name, ())):
+            saved[i] = SavedTensor(outputs[i], is_output=True, output_nr=i)
     scalars = {n: kwargs[n] for n in spec.scalar_args}
     shapes = {f"{n}_shape": kwargs[n]._shape if isinstance(kwargs[n], Tensor) else [x._shape for x in kwargs[n]]
               for n in spec.shape_args}
@@ -119,6 +123,12 @@ def record_call(op, fn, out, kwargs):
     return result
 
 
+def _needs_grad(v):
+    if isinstance(v, (list, tuple)):
+        return any(getattr(x, "_requires_grad", False) for x in v)
+    return getattr(v, "_requires_grad", False)
+
+
 def check_inplace(t):
     """PyTorch's errors for an in-place op on a leaf (or a view of a leaf) that requires grad."""
     if t._grad_fn is None and t._requires_grad:
@@ -138,7 +148,8 @@ def record_inplace(op, fn, kwargs):
     check_inplace(self)
     spec = op.autograd
     saved_self = None
-    if spec is not None and first in spec.saved_inputs:
+    if spec is not None and first in spec.saved_inputs and any(
+            _needs_grad(kwargs[a]) for a in spec.users.get(first, ())):
         from .._ops._copy import clone
         saved_self = clone(self)          # the value before the write (recorded: double backward sees it)
     self_edge = (grad_edge(self),)
