@@ -102,29 +102,30 @@ class FormulaNode(Node):
             self.saved = None
 
     def _env(self, grads):
-        spec = self.spec
-        env = dict(self.scalars)
-        env.update(self.shapes)
         if self.released:
             raise RuntimeError(_SECOND_TIME)
+        spec = self.spec
+        env = {**self.scalars, **self.shapes} if (self.scalars or self.shapes) else {}
         saved = self.saved
-        for name in spec.saved_inputs:
-            v = saved.get(name)
-            if v is not None:
-                env[name] = [s.unpack() for s in v] if isinstance(v, list) else v.unpack()
-        for n, i in spec.out_names.items():
-            v = saved.get(i)
-            if v is not None:
-                env[n] = v.unpack(self)
-        full = []
-        for i, g in enumerate(grads):
-            if g is None and self.output_meta is not None and self.output_meta[i] is not None:
-                from .._ops._creation import zeros
-                shape, dtype, device = self.output_meta[i]
-                g = zeros(shape, dtype=dtype, device=device)
-            full.append(g)
-        env["grad"] = full[0]
-        env["grads"] = full
+        if saved:
+            for name in spec.saved_inputs:
+                v = saved.get(name)
+                if v is not None:
+                    env[name] = [s.unpack() for s in v] if isinstance(v, list) else v.unpack()
+            for n, i in spec.out_names.items():
+                v = saved.get(i)
+                if v is not None:
+                    env[n] = v.unpack(self)
+        om = self.output_meta
+        if om is not None and any(g is None for g in grads):
+            grads = list(grads)
+            for i, g in enumerate(grads):
+                if g is None and om[i] is not None:
+                    from .._ops._creation import zeros
+                    shape, dtype, device = om[i]
+                    grads[i] = zeros(shape, dtype=dtype, device=device)
+        env["grad"] = grads[0]
+        env["grads"] = grads
         return env
 
     def apply(self, grads):
@@ -132,21 +133,26 @@ class FormulaNode(Node):
             return [None] * len(self.next_edges)     # single-output node reached with no gradient
         env = self._env(grads)
         formulas = self.spec.formulas
+        slots, metas = self.slots, self.input_meta
         out = [None] * len(self.next_edges)
         cache = {}
         for i, edge in enumerate(self.next_edges):
             if edge is None:
                 continue
-            arg, idx = self.slots[i]
-            if arg not in cache:
+            arg, idx = slots[i]
+            g = cache.get(arg, _MISSING)
+            if g is _MISSING:
                 fn, params = formulas[arg]
-                cache[arg] = fn(*[env[p] for p in params])
-            g = cache[arg]
+                g = cache[arg] = fn(*[env[p] for p in params])
             if idx is not None and g is not None:
                 g = g[idx]
             if g is not None:
-                out[i] = _fit(g, self.input_meta[i])
+                m = metas[i]
+                out[i] = g if (g._shape == m[0] and g._dtype is m[1]) else _fit(g, m)
         return out
+
+
+_MISSING = object()
 
 
 def _fit(g, meta):

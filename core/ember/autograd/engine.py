@@ -17,6 +17,9 @@ from . import _tensor_methods
 __all__ = ["run_backward"]
 
 
+_NO_GRADS: dict = {}
+
+
 def _add(a, b):
     return b if a is None else a + b
 
@@ -137,9 +140,12 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     try:
         while heap:
             _, node = heapq.heappop(heap)
-            buf = buffers.pop(node, {})
-            n_out = node.num_outputs if not isinstance(node, AccumulateGrad) else 1
-            grads = [buf.get(i) for i in range(max(n_out, max(buf, default=-1) + 1))]
+            buf = buffers.pop(node, _NO_GRADS)
+            n_out = node.num_outputs
+            if n_out == 1 and len(buf) <= 1:
+                grads = [buf.get(0)]
+            else:
+                grads = [buf.get(i) for i in range(max(n_out, max(buf, default=-1) + 1))]
             if node._tensor_hooks:
                 for nr, hooks in node._tensor_hooks.items():
                     for hook in list(hooks.values()):
@@ -164,16 +170,23 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 continue
             if capture is not None and not any(e is not None and e[0] in needed for e in node.next_edges):
                 continue
-            out = _call_node(node, grads, create_graph)
+            if node._pre_hooks or node._hooks or STATE.anomaly:
+                out = _call_node(node, grads, create_graph)
+            else:
+                out = node.apply(grads)
             if not retain_graph:
                 node.release()
             for e, g in zip(node.next_edges, out):
-                if e is None or e[0] not in needed:
+                if e is None or (capture is not None and e[0] not in needed):
                     continue
                 nxt, nr = e
                 if g is not None:
-                    b = buffers.setdefault(nxt, {})
-                    b[nr] = _add(b.get(nr), g)
+                    b = buffers.get(nxt)
+                    if b is None:
+                        buffers[nxt] = {nr: g}
+                    else:
+                        old = b.get(nr)
+                        b[nr] = g if old is None else old + g
                 d = deps[nxt] - 1
                 deps[nxt] = d
                 if d == 0:
