@@ -32,7 +32,7 @@ def _set(enabled, inference=None):
     STATE.update()
 
 
-class _DecoratorContextManager:
+class _ModeContext:
     """A context manager that is also a decorator (a fresh instance per call)."""
 
     def __call__(self, fn):
@@ -72,7 +72,7 @@ class _DecoratorContextManager:
         return self.__class__()
 
 
-class _NoParamDecoratorContextManager(_DecoratorContextManager):
+class _BareDecoratorMode(_ModeContext):
     """Also usable as a bare decorator (``@no_grad`` as well as ``@no_grad()``), as in PyTorch."""
 
     def __new__(cls, orig_func=None):
@@ -81,7 +81,7 @@ class _NoParamDecoratorContextManager(_DecoratorContextManager):
         return cls()(orig_func)
 
 
-class no_grad(_NoParamDecoratorContextManager):
+class no_grad(_BareDecoratorMode):
     """Disable gradient recording inside the block (outputs do not require grad)."""
 
     def __enter__(self):
@@ -92,7 +92,7 @@ class no_grad(_NoParamDecoratorContextManager):
         _set(self.prev)
 
 
-class enable_grad(_NoParamDecoratorContextManager):
+class enable_grad(_BareDecoratorMode):
     """Enable gradient recording inside the block (e.g. inside a ``no_grad`` region)."""
 
     def __enter__(self):
@@ -103,7 +103,7 @@ class enable_grad(_NoParamDecoratorContextManager):
         _set(self.prev)
 
 
-class set_grad_enabled(_DecoratorContextManager):
+class set_grad_enabled(_ModeContext):
     """Set grad mode to ``mode``: takes effect at once (as a function call), and is undone
     at the end of a ``with`` block or a decorated call."""
 
@@ -128,7 +128,7 @@ class set_grad_enabled(_DecoratorContextManager):
         return self.__class__(self.mode)
 
 
-class inference_mode(_DecoratorContextManager):
+class inference_mode(_ModeContext):
     """Like ``no_grad`` (``mode=True``), for code that will never be differentiated."""
 
     def __new__(cls, mode_or_fn=True):
