@@ -13,33 +13,12 @@ from __future__ import annotations
 from .._grad_state import STATE
 from .._tensor import Tensor
 from ._formula import FormulaNode
-from .graph import SavedTensor, accumulator, _seq
+from .graph import SavedTensor, accumulator, grad_edge, modified_error, _seq
 
-__all__ = ["make_recorder", "generic_recorder", "edge", "save_input", "save_output"]
+__all__ = ["make_recorder", "generic_recorder", "SavedInput", "save_output"]
 
 _new = object.__new__
 _EMPTY: dict = {}
-
-
-def edge(x):
-    """grad_edge for an argument that may be a Python number."""
-    try:
-        gf = x._grad_fn
-    except AttributeError:
-        return None
-    if gf is not None:
-        if x._base is not None and x.__dict__.get("_gf_version") != x._version:
-            from ._record import regenerate_view_grad_fn
-            gf = regenerate_view_grad_fn(x)
-        return (gf, x._output_nr)
-    if x._requires_grad:
-        return (accumulator(x), 0)
-    return None
-
-
-def meta(x):
-    """(shape, dtype) of a tensor argument, None for a number."""
-    return (x._shape, x._dtype) if x.__class__ is Tensor or isinstance(x, Tensor) else None
 
 
 class SavedInput(tuple):
@@ -53,13 +32,7 @@ class SavedInput(tuple):
     def unpack(self, node=None):
         data, version, grad_fn = self
         if data._version != version:
-            from .graph import _describe
-            which = f", which is output {data._output_nr} of {grad_fn.name()}," if grad_fn is not None else ""
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"{_describe(data)}{which} is at version {data._version}; expected version {version} instead. "
-                f"Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
-                f"ember.autograd.set_detect_anomaly(True).")
+            raise modified_error(data, version, grad_fn, data._output_nr)
         return data
 
     def release(self):
@@ -67,15 +40,6 @@ class SavedInput(tuple):
 
 
 _tuple_new = tuple.__new__
-
-
-def save_input(x):
-    """The saved form of input ``x`` (a constant for a number)."""
-    if not isinstance(x, Tensor):
-        from ._record import _Constant
-        return _Constant(x)
-    vc = x._vc
-    return _tuple_new(SavedInput, (x, 0 if vc is None else vc[0], x._grad_fn))
 
 
 def save_output(t):
@@ -167,7 +131,7 @@ def make_recorder(op, spec):
                                                 "slots": tuple((n, None) for n in tensor_args),
                                                 "__module__": "ember.autograd.graph"})
     from ._record import _Constant
-    ns = {"_new": _new, "_Node": node_cls, "_next": next, "_seq": _seq, "_edge": edge, "_acc": accumulator,
+    ns = {"_new": _new, "_Node": node_cls, "_next": next, "_seq": _seq, "_edge": grad_edge, "_acc": accumulator,
           "_tnew": _tuple_new, "_SI": SavedInput, "_Constant": _Constant,
           "_save_output": save_output, "_STATE": STATE, "_trace": _trace}
     exec(compile(src, f"<ember autograd recorder {op.name}>", "exec"), ns)

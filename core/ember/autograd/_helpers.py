@@ -11,7 +11,7 @@ from .function import Function
 __all__ = ["sum_to", "unsqueeze_dims", "reduce_grad", "evenly_distribute", "value_selecting", "ViewScatter",
            "AsStridedScatter", "matmul_grad", "masked_grad", "as_tensor_like", "norm_grad", "cumprod_grad",
            "var_grad", "logsumexp_grad", "einsum_grad", "index_put_values_grad", "scatter_reduce_grad",
-           "prod_grad", "dims_of", "sort_grad", "cummax_grad", "select_grad_along", "nan_to_num_grad"]
+           "prod_grad", "dims_of", "sort_grad", "select_grad_along", "nan_to_num_grad"]
 
 
 def sum_to(g, shape):
@@ -111,8 +111,6 @@ def sort_grad(grad, dim, indices, shape):
     z = zeros(shape, dtype=grad._dtype, device=grad._device)
     return z.scatter_add(dim % ndim, indices, grad)
 
-
-cummax_grad = sort_grad
 
 
 def select_grad_along(grad, dim, index, shape):

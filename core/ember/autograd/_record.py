@@ -216,17 +216,6 @@ def _overlaps(shape, stride):
     return False
 
 
-def _base_like(base, fill_from=None, zero=True):
-    """A fresh tensor with ``base``'s shape and strides (zeros, or a copy of ``fill_from``)."""
-    from .._ops._creation import empty_strided
-    r = empty_strided(base._shape, base._stride, dtype=base._dtype, device=base._device)
-    if fill_from is not None:
-        r.copy_(fill_from)
-    elif zero:
-        r.zero_()
-    return r
-
-
 def _scatter_into(target, shape, stride, offset, grad):
     """Add ``grad`` at the positions ``as_strided(shape, stride, offset)`` of ``target``'s storage."""
     v = target.as_strided(shape, stride, target._offset + offset)
@@ -275,7 +264,8 @@ class CopySlices(Node):
 
 
 class AsStridedNode(Node):
-    """A view's backward by storage geometry: the gradient scattered into the base's positions."""
+    """A view's backward by storage geometry: the gradient scattered into the positions of its
+    input (the base after an in-place write, or the tensor a view was made of)."""
 
     def __init__(self, base, view, edge):
         super().__init__([edge])
@@ -371,22 +361,8 @@ def on_view(base, view):
     if _overlaps(base._shape, base._stride):
         raise RuntimeError("ember autograd: cannot record a view of a tensor whose elements overlap in memory "
                            "(e.g. an expanded tensor); call .contiguous() first")
-    node = _GeometryViewNode(base, view, grad_edge(base))
+    node = AsStridedNode(base, view, grad_edge(base))
     view._grad_fn = node
     view._output_nr = 0
     view._requires_grad = True
     view.__dict__["_gf_version"] = view._version
-
-
-class _GeometryViewNode(Node):
-    """The backward of a view described only by storage geometry relative to its input."""
-
-    def __init__(self, inp, view, edge):
-        super().__init__([edge])
-        self._name = "AsStridedBackward0"
-        self.base_meta = (inp._shape, inp._stride, inp._dtype, inp._device)
-        self.geometry = (view._shape, view._stride, view._offset - inp._offset)
-
-    def apply(self, grads):
-        from ._helpers import AsStridedScatter
-        return [AsStridedScatter.apply(grads[0], self.base_meta, self.geometry)]

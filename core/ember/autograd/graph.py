@@ -171,6 +171,16 @@ def _describe(t):
     return f"[{t.type()} [{shape}]]"
 
 
+def modified_error(data, version, grad_fn, output_nr):
+    """PyTorch's RuntimeError for a saved tensor written in place after it was saved."""
+    which = f", which is output {output_nr} of {grad_fn.name()}," if grad_fn is not None else ""
+    return RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+        f"{_describe(data)}{which} is at version {data._version}; expected version {version} instead. "
+        f"Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+        f"ember.autograd.set_detect_anomaly(True).")
+
+
 class SavedTensor:
     """A tensor saved for backward with its version at save time.
 
@@ -200,13 +210,7 @@ class SavedTensor:
         data = self.data
         if data._version != self.version:
             gf = node if self.is_output else self.grad_fn
-            which = f", which is output {self.output_nr if self.is_output else data._output_nr} of {gf.name()}," \
-                if gf is not None else ""
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"{_describe(data)}{which} is at version {data._version}; expected version {self.version} instead. "
-                f"Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
-                f"ember.autograd.set_detect_anomaly(True).")
+            raise modified_error(data, self.version, gf, self.output_nr if self.is_output else data._output_nr)
         if self.is_output and node is not None and self.requires_grad:
             t = data.detach()
             t._grad_fn = node
