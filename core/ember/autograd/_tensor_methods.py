@@ -154,6 +154,27 @@ def detach_(self):
     return self
 
 
+def _get_data(self):
+    """``t.data``: a tensor over the same storage that autograd does not track (matches torch.Tensor.data).
+
+    Unlike ``detach()`` it has its own version counter, so an in-place write through it is
+    not seen by the saved-tensor checks of backward (PyTorch's documented hazard)."""
+    t = Tensor.detach(self)
+    t._vc = None
+    return t
+
+
+def _set_data(self, value):
+    """``t.data = other``: ``t`` takes ``other``'s storage, shape, strides, dtype and device,
+    keeping its own autograd identity (requires_grad, grad, hooks). Used by ``Module.to``."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+    if self._requires_grad and not (value._dtype.is_floating_point or value._dtype.is_complex):
+        raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+    self._storage, self._shape, self._stride, self._offset = value._storage, value._shape, value._stride, value._offset
+    self._dtype, self._device, self._native = value._dtype, value._device, value._native
+
+
 def _bind():
     T = Tensor
     T.backward = backward
@@ -166,6 +187,7 @@ def _bind():
     T.retain_grad = retain_grad
     T.retains_grad = property(_retains_grad, doc="Whether this non-leaf tensor keeps its .grad.")
     T.detach_ = detach_
+    T.data = property(_get_data, _set_data, doc="The tensor's data without autograd tracking (see _get_data).")
     T._output_nr = 0
 
 

@@ -1,0 +1,2 @@
+"""ember.nn.functional: activation (filled in by its owner)."""
+__all__ = []

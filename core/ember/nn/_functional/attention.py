@@ -1,0 +1,2 @@
+"""ember.nn.functional: attention (filled in by its owner)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""ember.nn.functional: normalization (filled in by its owner)."""
+__all__ = []
