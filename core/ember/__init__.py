@@ -61,6 +61,10 @@ def numel(input) -> int:
     return input.numel()
 
 
+# submodules that are not device modules (``from . import nn`` asks __getattr__ before importing)
+_SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing"})
+
+
 def _lookup_device_module(name):
     from . import _registry as R
     R.ensure_loaded()
@@ -73,7 +77,7 @@ def _lookup_device_module(name):
 def __getattr__(name):
     # ember.cuda, ember.opencl, ember.<vendor type>: the device module of a registered device type,
     # or (for a known type whose plugin is missing) a module answering is_available() -> False.
-    if name.startswith("__"):
+    if name.startswith("_") or name in _SUBPACKAGES:   # a submodule not imported yet: no plugin lookup
         raise AttributeError(name)
     mod = _lookup_device_module(name)
     if mod is not None:
@@ -83,3 +87,6 @@ def __getattr__(name):
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
     is_inference_mode_enabled  # noqa: E402  (importing ember.autograd installs the autograd layer)
+# The PyTorch-shaped library above the core (DESIGN section 8), imported like torch's.
+from . import nn, optim, utils, multiprocessing  # noqa: E402,F401
+from .serialization import save, load  # noqa: E402,F401

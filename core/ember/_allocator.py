@@ -79,6 +79,19 @@ class UntypedStorage:
     def __repr__(self):
         return f"ember.UntypedStorage(nbytes={self._nbytes}, device='{self.device}')"
 
+    def __reduce_ex__(self, protocol):
+        # its bytes (through the host) and its device; see ember._serialization_support
+        from . import _serialization_support as S
+        return S.reduce_storage(self, protocol)
+
+    def __deepcopy__(self, memo):
+        from . import _serialization_support as S
+        return S.deepcopy_storage(self, memo)
+
+    def is_shared(self) -> bool:
+        """Whether the bytes live in shared memory (Tensor.share_memory_, ember.multiprocessing)."""
+        return getattr(self, "_shared", None) is not None
+
 
 class _StatsMixin:
     """The fixed statistics schema shared by every allocator."""

@@ -850,6 +850,39 @@ class Tensor:
                             "the tensor to host memory first.")
         return runtime.to_numpy(self)
 
+    def _pinning_runtime(self, device):
+        """The runtime that pins host memory for ``device``'s type (default: the current
+        accelerator), or None when there is no accelerator or it has no "pinned_memory" service."""
+        from . import _registry
+        kind = _registry.default_accelerator_type() if device is None else _registry.canonical_device(device).type
+        rt = _registry.device_type(kind).runtime if kind != "cpu" else None
+        return rt if rt is not None and "pinned_memory" in rt.services else None
+
+    def pin_memory(self, device=None):
+        """A copy of this cpu tensor in page-locked host memory, from which copies to the
+        accelerator can run asynchronously; self when already pinned (matches
+        torch.Tensor.pin_memory). The memory comes from the accelerator's runtime
+        (``DeviceRuntime.pin_memory``, service "pinned_memory"); ``device`` picks the
+        device type instead of the current accelerator.
+
+        RuntimeError for a non-cpu tensor, and "Cannot access accelerator device when none
+        is available." when no accelerator (or none that pins memory) is installed.
+        """
+        if self._device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self._device.type}' tensor: only dense CPU tensors can be pinned")
+        rt = self._pinning_runtime(device)
+        if rt is None:
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        return self if rt.is_pinned(self) else rt.pin_memory(self)
+
+    def is_pinned(self, device=None) -> builtins.bool:
+        """Whether this tensor is in page-locked host memory (matches torch.Tensor.is_pinned);
+        False for non-cpu tensors and when no accelerator pins memory."""
+        if self._device.type != "cpu":
+            return False
+        rt = self._pinning_runtime(device)
+        return rt is not None and builtins.bool(rt.is_pinned(self))
+
     def __array__(self, dtype=None, copy=None):
         a = self.numpy(force=True) if not self._requires_grad else self.detach().numpy(force=True)
         return a.astype(dtype) if dtype is not None else a
@@ -869,6 +902,28 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         from . import _serialization_support as S
         return S.reduce_tensor(self)
+
+    def __deepcopy__(self, memo):
+        """A leaf copy (storage copied on its device; requires_grad, grad kept); RuntimeError for a
+        non-leaf, as torch.Tensor.__deepcopy__."""
+        from . import _serialization_support as S
+        return S.deepcopy_tensor(self, memo)
+
+    def __init_subclass__(cls, **kwargs):
+        # picklers that dispatch on the exact type (multiprocessing's ForkingPickler) learn of subclasses
+        super().__init_subclass__(**kwargs)
+        from . import _serialization_support as S
+        S.on_tensor_subclass(cls)
+
+    def share_memory_(self):
+        """Move the storage to shared memory in place (every view of it sees the new memory); no-op
+        when already shared. Returns self. Matches torch.Tensor.share_memory_ (see ember.multiprocessing)."""
+        from . import _serialization_support as S
+        return S.share_memory_(self)
+
+    def is_shared(self) -> builtins.bool:
+        """Whether the storage is in shared memory (matches torch.Tensor.is_shared)."""
+        return getattr(self._storage, "_shared", None) is not None
 
 
 def is_tensor(obj) -> builtins.bool:

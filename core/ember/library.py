@@ -81,10 +81,48 @@ class DeviceRuntime:
         """Write the numpy ``array`` (same shape, dtype) into the strided ``tensor``."""
         raise NotImplementedError(f"{self.name}: need from_numpy")
 
+    # -- sharing memory between processes (optional) --------------------------
+    # Tensor.share_memory_() and ember.multiprocessing call these; a runtime that leaves them out
+    # cannot share (share_memory_ raises; ember.multiprocessing then sends its tensors by copy).
+    # The memory is the runtime's business (only it knows what a storage handle is); moving the
+    # file descriptor between processes is ember.multiprocessing's (SCM_RIGHTS / pass_fds).
+    def share_memory(self, storage) -> None:
+        """Move ``storage``'s bytes into memory that another process can map, in place.
+
+        Set ``storage._handle`` to a handle over the shared memory holding the same bytes, and
+        ``storage._shared`` to an object that keeps it alive, with ``fd`` (a file descriptor of the
+        memory, which ember.multiprocessing sends to other processes) and ``key`` (hashable and
+        equal in every process that maps the same memory). Called only for a storage that is not
+        shared yet; the core then drops the cached native views of tensors over the storage.
+        """
+        raise RuntimeError(f"share_memory_(): tensors on device type '{self.name}' cannot be moved to shared "
+                           "memory (its runtime does not implement DeviceRuntime.share_memory)")
+
+    def storage_from_shared(self, fd: int, nbytes: int, device_index: int):
+        """Map ``nbytes`` of memory another process shared as ``fd`` (which this call takes over):
+        return ``(handle, shared)``, the values ``share_memory`` gives ``storage._handle`` and
+        ``storage._shared``. Writes through either process's storage are seen by the other."""
+        raise RuntimeError(f"device type '{self.name}' cannot map shared memory (its runtime does not implement "
+                           "DeviceRuntime.storage_from_shared)")
+
     # -- random numbers --------------------------------------------------------
     def new_generator_state(self, seed: int, device_index: int):
         """A fresh random state seeded with ``seed``; kernels for rand/randn/... use it."""
         raise NotImplementedError(f"{self.name}: need new_generator_state (random numbers)")
+
+    # -- optional service "pinned_memory" (list it in ``services``) --------------
+    def pin_memory(self, tensor):
+        """A cpu tensor with ``tensor``'s shape, dtype and values in page-locked host memory,
+        from which copies to this device can run asynchronously.
+
+        Called by ``Tensor.pin_memory()`` and ``DataLoader(pin_memory=True)`` when this is the
+        current accelerator, with a cpu tensor that ``is_pinned`` says is not pinned yet.
+        """
+        raise NotImplementedError(f"{self.name}: need pin_memory (service 'pinned_memory')")
+
+    def is_pinned(self, tensor) -> bool:
+        """Whether the cpu ``tensor``'s memory was pinned by this runtime (``Tensor.is_pinned``)."""
+        return False
 
     # -- the device module (ember.<name>) ------------------------------------
     def module_extras(self) -> dict:

@@ -58,6 +58,7 @@ def _plugin(name, *, api="1.0", register=None, info=None, **extra_hooks):
 @pytest.fixture
 def plugins():
     """Register throwaway plugins; everything registered (or recorded as failed) is removed after."""
+    ember.plugins.list()        # discover the installed plugins first, so the snapshot holds them
     before = dict(ember.plugins._plugins)
     loaded = []
 

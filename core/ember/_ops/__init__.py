@@ -8,9 +8,12 @@ _linalg       matmul, mm, bmm, einsum, linalg norms, ...
 _shape        cat, stack, flip, roll, repeat, tril, ...
 _indexing     gather, scatter, index_*, masked_*, nonzero, advanced __getitem__ / __setitem__
 _compare      equal, allclose, isclose
+_nn           linear, relu, softmax, log_softmax, nll_loss, im2col / col2im, max pooling, padding, embedding
+_conv         conv2d and its input / weight gradients
+_nn           relu, softmax, log_softmax, nll_loss, im2col / col2im, max pooling, constant_pad_nd, embedding
 _random       rand, randn, randint, randperm, normal, bernoulli, ...
 """
-from . import _copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare  # noqa: F401
+from . import _copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv  # noqa: F401
 from ._creation import frombuffer_bytes  # noqa: F401
 
-MODULES = (_copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare)
+MODULES = (_copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv)

@@ -346,7 +346,9 @@ def _addc_meta(self, tensor1, tensor2, value=1):
         if not isinstance(x, Tensor):
             raise TypeError(f"argument {i + 1} must be Tensor, not {type(x).__name__}")
     device = same_device(self, tensor1, tensor2)
-    dt = D.result_type(self, tensor1, tensor2)
+    dt = self._dtype
+    if tensor1._dtype is not dt or tensor2._dtype is not dt:
+        dt = D.result_type(self, tensor1, tensor2)
     return device, (device.type, self._layout.name, dt), broadcast_shapes(self._shape, tensor1._shape,
                                                                          tensor2._shape), dt
 

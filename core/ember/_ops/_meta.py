@@ -65,6 +65,9 @@ def _was_scalar(xs, dev):
 
 def broadcast_shapes(*shapes):
     """The broadcast of the shapes (matches torch.broadcast_shapes); RuntimeError in PyTorch's words."""
+    s0 = shapes[0] if shapes else ()
+    if all(s == s0 for s in shapes):      # the common case (optimizer steps): nothing to broadcast
+        return tuple(s0)
     ndim = builtins.max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
@@ -194,7 +197,8 @@ def make_binary_meta(opname, rule="promote", *, alpha=False, bool_ok=True, error
 
     def meta(self, other, alpha=1):
         try:
-            if other.__class__ is Tensor:
+            cls = other.__class__   # a Tensor subclass (nn.Parameter) must be keyed by its shape too
+            if cls is Tensor or (cls is not float and cls is not int and isinstance(other, Tensor)):
                 ck = (self._dtype, other._dtype, self._shape, other._shape, self._device, other._device,
                       self._layout, other._layout)
             else:

@@ -11,7 +11,9 @@ from ._helpers import dims_of, reduce_grad, sum_to, unsqueeze_dims
 __all__ = ["scale", "count", "atan2_recip", "nanmean_grad", "copysign_grad", "minmax_grad", "fminmax_grad",
            "pow_self_grad", "pow_exponent_grad", "clamp_grad", "clamp_bound_grad", "matrix_norm_grad", "cumsum_grad",
            "cat_grad", "roll_grad", "repeat_grad", "repeat_interleave_grad", "take_grad", "index_select_like",
-           "masked_scatter_grad", "masked_select_grad", "scatter_self_grad", "scatter_src_grad"]
+           "masked_scatter_grad", "masked_select_grad", "scatter_self_grad", "scatter_src_grad",
+           "threshold_backward", "softmax_grad", "max_pool_double_backward", "pad_grad", "embedding_backward",
+           "linear_weight_grad", "linear_bias_grad"]
 
 
 def _ember():
@@ -250,3 +252,60 @@ def scatter_src_grad(grad, dim, index, reduce):
     if reduce is not None:
         raise NotImplementedError("the derivative for 'scatter' with reduce is not implemented.")
     return grad.gather(dim, index)
+
+
+# ---------------------------------------------------------------- nn ops (_ops/_nn.py)
+def linear_weight_grad(grad, input):
+    """Gradient of linear w.r.t. weight (out, in): grad^T @ input over every leading dim."""
+    nd = input.dim()
+    if nd == 2:
+        return grad.t().mm(input)
+    if nd == 1:
+        return grad.unsqueeze(1) * input
+    return grad.reshape(-1, grad.shape[-1]).t().mm(input.reshape(-1, input.shape[-1]))
+
+
+def linear_bias_grad(grad):
+    """Gradient of linear w.r.t. bias: grad summed over every leading dim (the node sums a
+    broadcast bias of shape (1,) or () further)."""
+    nd = grad.dim()
+    return grad if nd == 1 else grad.sum(0) if nd == 2 else grad.reshape(-1, grad.shape[-1]).sum(0)
+
+
+def threshold_backward(grad, result):
+    """Gradient of relu from its result: ``grad`` where the result is positive, 0 elsewhere."""
+    return grad * (result > 0)
+
+
+def softmax_grad(grad, result, dim):
+    """Gradient of softmax: result * (grad - sum(grad * result, dim))."""
+    return result * (grad - (grad * result).sum(dim, keepdim=True))
+
+
+def max_pool_double_backward(grad, indices):
+    """Gradient of max_pool2d_with_indices_backward w.r.t. grad_output: ``grad`` read at the argmax indices."""
+    lead = indices._shape[:-2]
+    g = grad.reshape(lead + (-1,))
+    return g.gather(-1, indices.reshape(lead + (-1,))).reshape(indices._shape)
+
+
+def pad_grad(grad, pad):
+    """Gradient of constant_pad_nd: the same pad negated (negative pads crop, positive ones restore)."""
+    return _ember().constant_pad_nd(grad, [-p for p in pad])
+
+
+def embedding_backward(grad, indices, num_weights, padding_idx, scale_grad_by_freq, sparse):
+    """Gradient of embedding w.r.t. weight (dense): the rows of ``grad`` added at their indices; the padding_idx
+    row gets none; with ``scale_grad_by_freq`` each row is divided by its index's count in ``indices``."""
+    ember = _ember()
+    idx = indices.reshape(-1)
+    if idx._dtype is not ember.int64:
+        idx = idx.to(ember.int64)
+    g = grad.reshape(idx.numel(), -1)
+    if padding_idx is not None and padding_idx >= 0:
+        g = g * (idx != padding_idx).unsqueeze(1)
+    if scale_grad_by_freq:
+        counts = ember.zeros(num_weights, dtype=grad._dtype, device=grad._device).index_add(
+            0, idx, ember.ones(idx._shape, dtype=grad._dtype, device=grad._device))
+        g = g / counts.index_select(0, idx).unsqueeze(1)
+    return ember.zeros((num_weights, g._shape[1]), dtype=grad._dtype, device=grad._device).index_add(0, idx, g)

@@ -167,6 +167,37 @@ DERIVATIVES = {
     "random": {"self": ZERO}, "bernoulli_scalar": {"self": ZERO, "name": "BernoulliBackward0"},
     "bernoulli_tensor": {"self": ZERO, "p": ZERO, "name": "BernoulliBackward1"},
     "normal_tensor": {"mean": G, "std": "grad * (result - mean) / std", "name": "NormalBackward3"},
+    # ---------------------------------------------------------------- nn ops (_ops/_nn.py)
+    "linear": {"input": "grad.matmul(weight)", "weight": "linear_weight_grad(grad, input)",
+               "bias": "linear_bias_grad(grad)", "name": "AddmmBackward0"},
+    "conv2d": {"input": "conv2d_backward_input(grad, weight, input_shape, stride, padding, dilation, groups)",
+               "weight": "conv2d_backward_weight(grad, input, weight_shape, stride, padding, dilation, groups)",
+               "bias": "grad.sum(0).sum((1, 2))", "name": "ConvolutionBackward0"},   # batch first: ~7x faster on cpu
+    # the backward ops are bilinear in (grad_output, weight) / (grad_output, input): their derivatives are
+    # the forward convolution and the other backward op
+    "conv2d_backward_input": {
+        "grad_output": "conv2d(grad, weight, None, stride, padding, dilation, groups)",
+        "weight": "conv2d_backward_weight(grad_output, grad, weight_shape, stride, padding, dilation, groups)",
+        "name": "ConvolutionBackwardBackward0"},
+    "conv2d_backward_weight": {
+        "grad_output": "conv2d(input, grad, None, stride, padding, dilation, groups)",
+        "input": "conv2d_backward_input(grad_output, grad, input_shape, stride, padding, dilation, groups)",
+        "name": "ConvolutionBackwardBackward1"},
+    "relu": {"self": "threshold_backward(grad, result)"},
+    "softmax": {"self": "softmax_grad(grad, result, dim)", "name": "SoftmaxBackward0"},
+    "log_softmax": {"self": "grad - result.exp() * grad.sum(dim, keepdim=True)", "name": "LogSoftmaxBackward0"},
+    "nll_loss": {"self": "nll_loss_backward(grad, self, target, weight, reduction, ignore_index)",
+                 "name": "NllLossBackward0"},
+    "nll_loss_backward": {"grad_output": "nll_loss(grad, target, weight, reduction, ignore_index)",
+                          "name": "NllLossBackwardBackward0"},
+    "im2col": {"self": "col2im(grad, self_shape[-2:], kernel_size, dilation, padding, stride)"},
+    "col2im": {"self": "im2col(grad, kernel_size, dilation, padding, stride)"},
+    "max_pool2d_with_indices": {"self": "max_pool2d_with_indices_backward(grad, self, kernel_size, stride, padding, "
+                                        "dilation, ceil_mode, result1)"},
+    "max_pool2d_with_indices_backward": {"grad_output": "max_pool_double_backward(grad, indices)"},
+    "constant_pad_nd": {"self": "pad_grad(grad, pad)"},
+    "embedding": {"weight": "embedding_backward(grad, indices, weight_shape[0], padding_idx, scale_grad_by_freq, "
+                            "sparse)"},
 }
 
 

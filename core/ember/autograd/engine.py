@@ -8,6 +8,7 @@ pass succeeded, so a failing backward leaves every ``.grad`` as it was.
 from __future__ import annotations
 
 import heapq
+import sys
 
 from .._grad_state import STATE
 from .._tensor import Tensor
@@ -201,8 +202,18 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         STATE.enabled = prev_enabled
         STATE.update()
     if accumulate:
+        out = buf = grads = b = g = None     # drop the last iteration's references (so _stealable sees them gone)
         _accumulate(pending, create_graph)
     return captured
+
+
+def _stealable(g, t):
+    """Whether the gradient ``g`` can become ``t.grad`` as it is: nothing else holds the tensor
+    (references: this frame, the caller's loop variable, its tuple in ``pending``, getrefcount's argument) or
+    its storage (g alone), it requires no grad and it has ``t``'s strides, offset 0 (so a later
+    in-place accumulation writes a dense, non-overlapping buffer nobody else sees)."""
+    return (sys.getrefcount(g) <= 4 and sys.getrefcount(g._storage) == 2 and not g._requires_grad
+            and g._offset == 0 and g._stride == t._stride and g._device == t._device)
 
 
 def _accumulate(pending, create_graph):
@@ -217,7 +228,12 @@ def _accumulate(pending, create_graph):
             g = g.to(t._dtype)
         old = t._grad
         if old is None:
-            t._grad = g if create_graph else g.detach().clone()
+            if create_graph:
+                t._grad = g
+            elif is_leaf and _stealable(g, t):
+                t._grad = g                 # the engine's own fresh buffer: no copy (PyTorch's "steal")
+            else:
+                t._grad = g.detach().clone()
         elif create_graph or STATE.enabled and old._requires_grad:
             t._grad = old + g
         else:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 
@@ -35,6 +36,52 @@ class _Foreign:
 
     def release(self, storage):
         pass
+
+
+class SharedSegment:
+    """An anonymous shared-memory file (a memfd, else an unlinked file in /dev/shm) for one storage.
+
+    It has no name, so nothing can leak at exit: the memory goes away with the last process
+    that maps it or holds its fd. ``fd`` stays open while the storage lives, so that
+    ember.multiprocessing can send it (one fd per shared storage, like PyTorch's
+    'file_descriptor' strategy); ``key`` identifies the memory in every process.
+    """
+
+    __slots__ = ("fd", "nbytes", "key")
+
+    def __init__(self, fd, nbytes):
+        self.fd = fd
+        self.nbytes = nbytes
+        st = os.fstat(fd)
+        self.key = (st.st_dev, st.st_ino)
+
+    @classmethod
+    def create(cls, nbytes):
+        if hasattr(os, "memfd_create"):
+            fd = os.memfd_create("ember-shared", os.MFD_CLOEXEC)
+        else:
+            import tempfile
+            fd, path = tempfile.mkstemp(prefix="ember-shared-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+            os.unlink(path)
+        try:
+            os.ftruncate(fd, nbytes)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(fd, nbytes)
+
+    def array(self) -> np.ndarray:
+        """A writable uint8 array over the memory (a MAP_SHARED mapping; numpy keeps it alive)."""
+        if not self.nbytes:
+            return np.empty(0, np.uint8)
+        import mmap
+        return np.frombuffer(mmap.mmap(self.fd, self.nbytes), np.uint8)
+
+    def __del__(self):
+        try:
+            os.close(self.fd)
+        except (OSError, TypeError):
+            pass
 
 
 class CPUGeneratorState:
@@ -101,6 +148,22 @@ class CPURuntime(DeviceRuntime):
 
     def data_ptr(self, handle):
         return handle.__array_interface__["data"][0]
+
+    # sharing between processes (DeviceRuntime's optional hooks; see SharedSegment)
+    def share_memory(self, storage):
+        n = storage._nbytes
+        seg = SharedSegment.create(n)
+        new = seg.array()
+        if n:
+            old = storage._handle
+            np.copyto(new, old.reshape(-1).view(np.uint8)[:n] if isinstance(old, np.ndarray) else
+                      np.frombuffer(old, np.uint8, count=n))
+        storage._handle = new
+        storage._shared = seg
+
+    def storage_from_shared(self, fd, nbytes, device_index):
+        seg = SharedSegment(fd, nbytes)
+        return seg.array(), seg
 
     # host transfers
     def to_numpy(self, tensor):

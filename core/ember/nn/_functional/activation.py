@@ -1,2 +1,300 @@
-"""ember.nn.functional: activation (filled in by its owner)."""
-__all__ = []
+"""ember.nn.functional: activations (matches torch.nn.functional's activations).
+
+Each activation is written with ember ops, so it runs on every device and autograd
+records it; relu, softmax and log_softmax wrap the declared ops ``ember.relu``,
+``ember.softmax`` and ``ember.log_softmax`` (one autograd node each) when the core has
+them. Elementwise activations keep the input's shape; the smooth ones (gelu, silu,
+softplus, elu, ...) accept floating dtypes only and raise PyTorch's NotImplementedError
+'"<op>" not implemented for 'Long'' otherwise. ``inplace=True`` writes into ``input``
+and returns it (the usual in-place autograd rules apply).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import ember
+from ... import _dtype as D
+
+__all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "gelu", "silu", "sigmoid", "tanh", "softmax",
+           "log_softmax", "softmin", "softplus", "elu", "elu_", "selu", "celu", "hardtanh", "hardtanh_", "relu6",
+           "logsigmoid", "threshold", "threshold_", "mish", "hardsigmoid", "hardswish", "softsign", "tanhshrink",
+           "hardshrink", "softshrink", "glu", "prelu"]
+
+
+def _floating(x, name):
+    """NotImplementedError in PyTorch's words unless ``x`` has a floating dtype."""
+    if not x._dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}\" not implemented for '{D.torch_name(x._dtype)}'")
+
+
+def _result(input, value, inplace):
+    """``value``, or ``input`` overwritten with it when ``inplace``."""
+    return input.copy_(value) if inplace else value
+
+
+# ----------------------------------------------------------------------------- rectifiers
+_relu_op = getattr(ember, "relu", None)
+_relu_op_ = getattr(ember, "relu_", None)
+
+
+def relu(input, inplace=False):
+    """max(input, 0) elementwise; any real dtype, shape kept (matches torch.nn.functional.relu).
+
+    The gradient is 0 where input <= 0, as PyTorch's.
+    """
+    if inplace:
+        return relu_(input)
+    if _relu_op is not None:
+        return _relu_op(input)
+    return ember.where(input > 0, input, 0)
+
+
+def relu_(input):
+    """In-place relu; returns ``input`` (matches torch.nn.functional.relu_)."""
+    if _relu_op_ is not None:
+        return _relu_op_(input)
+    return input.copy_(ember.where(input > 0, input, 0))
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """input where input > 0, else negative_slope * input; floating dtypes
+    (matches torch.nn.functional.leaky_relu)."""
+    _floating(input, "leaky_relu")
+    return _result(input, ember.where(input > 0, input, input * negative_slope), inplace)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """In-place leaky_relu (matches torch.nn.functional.leaky_relu_)."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """input where input > threshold, else value; any real dtype (matches torch.nn.functional.threshold)."""
+    return _result(input, ember.where(input > threshold, input, value), inplace)
+
+
+def threshold_(input, threshold, value):
+    """In-place threshold (matches torch.nn.functional.threshold_)."""
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """input clamped to [min_val, max_val] (matches torch.nn.functional.hardtanh).
+
+    ValueError "min_val cannot be greater than max_val" when min_val > max_val.
+    """
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if inplace:
+        return input.clamp_(min_val, max_val)
+    return input.clamp(min_val, max_val)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place hardtanh (matches torch.nn.functional.hardtanh_)."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    """min(max(input, 0), 6) (matches torch.nn.functional.relu6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """input where input > 0, else alpha * (exp(input) - 1); floating dtypes (matches torch.nn.functional.elu)."""
+    _floating(input, "elu")
+    # expm1 of the clamped input: the branch not taken never overflows, so its gradient stays finite
+    neg = ember.expm1(input.clamp(max=0)) * alpha
+    return _result(input, ember.where(input > 0, input, neg), inplace)
+
+
+def elu_(input, alpha=1.0):
+    """In-place elu (matches torch.nn.functional.elu_)."""
+    return elu(input, alpha, inplace=True)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    """scale * elu(input, alpha) with SELU's constants (matches torch.nn.functional.selu)."""
+    _floating(input, "elu")
+    return _result(input, elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)) (matches torch.nn.functional.celu)."""
+    _floating(input, "elu")
+    neg = ember.expm1(input.clamp(max=0) / alpha) * alpha
+    return _result(input, ember.where(input > 0, input, neg), inplace)
+
+
+# ----------------------------------------------------------------------------- smooth
+def gelu(input, approximate="none"):
+    """Gaussian error linear unit x * Phi(x); ``approximate='tanh'`` uses the tanh formula
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); floating dtypes
+    (matches torch.nn.functional.gelu).
+
+    RuntimeError "approximate argument must be either none or tanh." for another value.
+    """
+    if approximate == "none":
+        _floating(input, "GeluKernelImpl")
+        return input * (ember.erf(input * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
+    if approximate == "tanh":
+        _floating(input, "GeluKernelImpl")
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return input * (ember.tanh(inner) + 1.0) * 0.5
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def silu(input, inplace=False):
+    """x * sigmoid(x) (swish); floating dtypes (matches torch.nn.functional.silu)."""
+    _floating(input, "silu")
+    return _result(input, input * ember.sigmoid(input), inplace)
+
+
+def sigmoid(input):
+    """1 / (1 + exp(-input)); integers compute in the default float dtype (matches torch.nn.functional.sigmoid)."""
+    return ember.sigmoid(input)
+
+
+def tanh(input):
+    """Hyperbolic tangent (matches torch.nn.functional.tanh)."""
+    return ember.tanh(input)
+
+
+def _softplus1(z):
+    """log(1 + exp(z)) computed stably as max(z, 0) + log1p(exp(-|z|))."""
+    return z.clamp(min=0) + ember.log1p(ember.exp(-z.abs()))
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, reverting to x where beta * x > threshold; floating dtypes
+    (matches torch.nn.functional.softplus)."""
+    _floating(input, "softplus")
+    z = input * beta if beta != 1 else input
+    soft = _softplus1(z)
+    if beta != 1:
+        soft = soft / beta
+    return ember.where(z > threshold, input, soft)
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)) = -softplus(-x), stable for large |x|; floating dtypes
+    (matches torch.nn.functional.logsigmoid)."""
+    _floating(input, "log_sigmoid_forward")
+    return input.clamp(max=0) - ember.log1p(ember.exp(-input.abs()))
+
+
+def mish(input, inplace=False):
+    """x * tanh(softplus(x)); floating dtypes (matches torch.nn.functional.mish)."""
+    _floating(input, "mish")
+    return _result(input, input * ember.tanh(_softplus1(input)), inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    """clamp(x / 6 + 1/2, 0, 1); floating dtypes (matches torch.nn.functional.hardsigmoid)."""
+    _floating(input, "hardsigmoid")
+    return _result(input, (input / 6.0 + 0.5).clamp(0.0, 1.0), inplace)
+
+
+def hardswish(input, inplace=False):
+    """x * hardsigmoid(x); floating dtypes (matches torch.nn.functional.hardswish)."""
+    _floating(input, "hardswish")
+    return _result(input, input * (input / 6.0 + 0.5).clamp(0.0, 1.0), inplace)
+
+
+def softsign(input):
+    """x / (1 + |x|) (matches torch.nn.functional.softsign)."""
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input):
+    """x - tanh(x) (matches torch.nn.functional.tanhshrink)."""
+    return input - ember.tanh(input)
+
+
+def hardshrink(input, lambd=0.5):
+    """x where |x| > lambd, else 0 (matches torch.nn.functional.hardshrink)."""
+    return ember.where(input.abs() > lambd, input, 0)
+
+
+def softshrink(input, lambd=0.5):
+    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (matches torch.nn.functional.softshrink)."""
+    return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd, 0))
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b) where a, b are the halves of ``input`` along ``dim`` (matches torch.nn.functional.glu).
+
+    RuntimeError "glu does not support scalars because halving size must be even" for 0-dim input and
+    "Halving dimension must be even, but dimension D is size S" for an odd size.
+    """
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % input.dim() if -input.dim() <= dim < input.dim() else dim
+    size = input.shape[d]
+    if size % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {size}")
+    a, b = input.split(size // 2, d)
+    return a * ember.sigmoid(b)
+
+
+def prelu(input, weight):
+    """input where input > 0, else weight * input; ``weight`` has 1 element or one per channel
+    (dim 1 of input) (matches torch.nn.functional.prelu)."""
+    w = weight
+    if weight.numel() != 1 and input.dim() >= 2:
+        w = weight.reshape((-1,) + (1,) * (input.dim() - 2))
+    return ember.where(input > 0, input, input * w)
+
+
+# ----------------------------------------------------------------------------- softmax family
+def _softmax_dim(name, ndim, stacklevel):
+    """PyTorch's legacy implicit dim: 0 for 0-, 1- and 3-dim inputs, else 1, with its deprecation warning."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
+                  "Change the call to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+_softmax_op = getattr(ember, "softmax", None)
+_log_softmax_op = getattr(ember, "log_softmax", None)
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``; ``dtype`` casts the input first
+    (matches torch.nn.functional.softmax).
+
+    ``dim=None`` is PyTorch's deprecated implicit choice (0 for 0-, 1- and 3-dim inputs, else 1)
+    with its UserWarning.
+    """
+    if dim is None:
+        dim = _softmax_dim("softmax", input.dim(), _stacklevel)
+    if _softmax_op is not None:
+        return _softmax_op(input, dim, dtype=dtype)
+    x = input if dtype is None else input.to(dtype)
+    _floating(x, "softmax_lastdim_kernel_impl")
+    e = ember.exp(x - x.amax(dim, keepdim=True).detach())
+    return e / e.sum(dim, keepdim=True)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """x - log(sum(exp(x))) along ``dim``; ``dtype`` casts the input first
+    (matches torch.nn.functional.log_softmax; ``dim=None`` as in softmax)."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
+    if _log_softmax_op is not None:
+        return _log_softmax_op(input, dim, dtype=dtype)
+    x = input if dtype is None else input.to(dtype)
+    _floating(x, "log_softmax_lastdim_kernel_impl")
+    return x - ember.logsumexp(x, dim, keepdim=True)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """softmax(-x) along ``dim`` (matches torch.nn.functional.softmin; ``dim=None`` as in softmax)."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
+    x = input if dtype is None else input.to(dtype)
+    return softmax(-x, dim)

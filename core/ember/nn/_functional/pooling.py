@@ -1,2 +1,218 @@
-"""ember.nn.functional: pooling (filled in by its owner)."""
-__all__ = []
+"""ember.nn.functional: pooling (max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool2d, adaptive_max_pool2d).
+
+Max pooling is the ``max_pool2d_with_indices`` op (1-D pooling runs it over a height of 1);
+average pooling sums the window's ``im2col`` blocks and divides by PyTorch's divisor;
+adaptive average pooling is two matmuls with constant averaging matrices, so every output
+size works. Images are NCHW; unbatched (C, H, W) inputs are accepted, as PyTorch.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import ember
+from ember._ops._nn import pair, pool_out_size
+
+__all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices", "avg_pool1d",
+           "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+           "adaptive_max_pool2d_with_indices"]
+
+
+def _fmt(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _stride(stride, kernel_size):
+    return () if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0) else stride
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    """``max_pool2d`` returning (values, indices) (matches torch.nn.functional.max_pool2d_with_indices)."""
+    return ember.max_pool2d_with_indices(input, kernel_size, _stride(stride, kernel_size), padding, dilation,
+                                         ceil_mode)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """2-D max pooling of (N, C, H, W) or (C, H, W) (matches torch.nn.functional.max_pool2d).
+
+    ``stride`` defaults to ``kernel_size``; ``padding`` (at most half the kernel) counts as -inf;
+    ``ceil_mode`` rounds the output size up. With ``return_indices`` also returns the int64 argmax
+    of each window, flat over H * W (for max_unpool2d). RuntimeError in PyTorch's words for bad sizes
+    ("pad should be at most half of effective kernel size, ...", "Output size is too small").
+    """
+    vals, idx = ember.max_pool2d_with_indices(input, kernel_size, _stride(stride, kernel_size), padding, dilation,
+                                              ceil_mode)
+    return (vals, idx) if return_indices else vals
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=True):
+    """``max_pool1d`` returning (values, indices)."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _one(v, name):
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    v = tuple(v)
+    if len(v) != 1:
+        raise RuntimeError(f"max_pool1d() {name} must be an int or int list of size 1 but got size {len(v)}")
+    return int(v[0])
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """1-D max pooling of (N, C, L) or (C, L) (matches torch.nn.functional.max_pool1d); indices are
+    positions along L. Errors as max_pool2d."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"max_pool1d() Expected 2D or 3D input tensor, but got {_fmt(input.shape)}")
+    k = _one(kernel_size, "kernel_size")
+    s = k if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0) else \
+        _one(stride, "stride")
+    p, d = _one(padding, "padding"), _one(dilation, "dilation")
+    vals, idx = ember.max_pool2d_with_indices(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode)
+    vals = vals.squeeze(-2)
+    return (vals, idx.squeeze(-2)) if return_indices else vals
+
+
+def _avg_divisors(size, k, s, p, out, count_include_pad):
+    """Per output position along one dim: (window length counting padding, length inside the input)."""
+    full, inner = [], []
+    for o in range(out):
+        start = o * s - p
+        end = min(start + k, size + p)
+        full.append(end - start)
+        inner.append(min(end, size) - max(start, 0))
+    return full if count_include_pad else inner
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """2-D average pooling of (N, C, H, W) or (C, H, W) (matches torch.nn.functional.avg_pool2d).
+
+    ``stride`` defaults to ``kernel_size``; zero ``padding`` (at most half the kernel) counts in the
+    divisor when ``count_include_pad``; ``ceil_mode`` rounds the output size up (windows running past
+    the padded input average what they cover); ``divisor_override`` replaces the divisor. Floating
+    inputs. RuntimeError in PyTorch's words for bad sizes.
+    """
+    kh, kw = pair(kernel_size, "avg_pool2d: kernel_size")
+    st = _stride(stride, kernel_size)
+    sh, sw = (kh, kw) if st == () else pair(st, "avg_pool2d: stride")
+    ph, pw = pair(padding, "avg_pool2d: padding")
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"non-empty 3D or 4D (batch mode) tensor expected for input")
+    if sh <= 0 or sw <= 0:
+        raise RuntimeError("stride should not be zero")
+    if ph > kh // 2 or pw > kw // 2:
+        p, k = (ph, kh) if ph > kh // 2 else (pw, kw)
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k} "
+                           f"and dilation=1")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    x = input if input.dim() == 4 else input.unsqueeze(0)
+    N, C, H, W = x.shape
+    oh, ow = pool_out_size(H, kh, sh, ph, 1, ceil_mode), pool_out_size(W, kw, sw, pw, 1, ceil_mode)
+    if oh < 1 or ow < 1:
+        raise RuntimeError(f"Given input size: ({C}x{H}x{W}). Calculated output size: ({C}x{oh}x{ow}). Output size "
+                           f"is too small")
+    # zero-pad so every window (ceil_mode ones included) lies inside, then sum the im2col blocks
+    Hp = max(H + 2 * ph, (oh - 1) * sh + kh)
+    Wp = max(W + 2 * pw, (ow - 1) * sw + kw)
+    xp = ember.constant_pad_nd(x, (pw, Wp - W - pw, ph, Hp - H - ph)) if (Hp, Wp) != (H, W) else x
+    cols = ember.im2col(xp, (kh, kw), (1, 1), (0, 0), (sh, sw))             # (N, C * kh * kw, L)
+    sums = cols.view(N, C, kh * kw, oh, ow).sum(2)
+    if divisor_override is not None:
+        out = sums / divisor_override
+    else:
+        dh = _avg_divisors(H, kh, sh, ph, oh, count_include_pad)
+        dw = _avg_divisors(W, kw, sw, pw, ow, count_include_pad)
+        if len(set(dh)) == 1 and len(set(dw)) == 1:
+            out = sums / (dh[0] * dw[0])
+        else:
+            div = ember.tensor([[a * b for b in dw] for a in dh], dtype=sums.dtype, device=sums.device)
+            out = sums / div
+    return out if input.dim() == 4 else out.squeeze(0)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """1-D average pooling of (N, C, L) or (C, L) (matches torch.nn.functional.avg_pool1d)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"avg_pool1d() Expected 2D or 3D input tensor, but got {_fmt(input.shape)}")
+    k = _one(kernel_size, "kernel_size")
+    s = k if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0) else \
+        _one(stride, "stride")
+    p = _one(padding, "padding")
+    return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
+
+
+def _adaptive_sizes(input, output_size, nd, name):
+    if input.dim() not in (nd + 1, nd + 2) or any(s == 0 for s in input.shape[-nd:]):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got {_fmt(input.shape)}")
+    if isinstance(output_size, numbers.Integral):
+        output_size = (int(output_size),) * nd
+    output_size = tuple(output_size)
+    if len(output_size) != nd:
+        raise ValueError(f"{name}: output_size must be {nd}")
+    return tuple(input.shape[-nd + i] if o is None else int(o) for i, o in enumerate(output_size))
+
+
+def _bounds(size, out):
+    """PyTorch's adaptive windows: [floor(i * size / out), ceil((i + 1) * size / out))."""
+    return [((i * size) // out, -(-((i + 1) * size) // out)) for i in range(out)]
+
+
+def _avg_matrix(size, out, like):
+    """The (out, size) matrix averaging each adaptive window."""
+    rows = []
+    for a, b in _bounds(size, out):
+        rows.append([1.0 / (b - a) if a <= j < b else 0.0 for j in range(size)])
+    return ember.tensor(rows, dtype=like.dtype, device=like.device)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Adaptive 2-D average pooling to ``output_size`` (int, pair, None entries keep the input size) of
+    (N, C, H, W) or (C, H, W) (matches torch.nn.functional.adaptive_avg_pool2d): output cell i covers
+    input rows [floor(i * H / oh), ceil((i + 1) * H / oh)). RuntimeError for other ranks."""
+    oh, ow = _adaptive_sizes(input, output_size, 2, "adaptive_avg_pool2d")
+    H, W = input.shape[-2:]
+    if (oh, ow) == (H, W):
+        return input * 1
+    if H % oh == 0 and W % ow == 0:
+        return avg_pool2d(input, (H // oh, W // ow))
+    out = input
+    if ow != W:
+        out = out.matmul(_avg_matrix(W, ow, input).t())
+    if oh != H:
+        out = _avg_matrix(H, oh, input).matmul(out)
+    return out
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Adaptive 1-D average pooling of (N, C, L) or (C, L) (matches torch.nn.functional.adaptive_avg_pool1d)."""
+    (o,) = _adaptive_sizes(input, (output_size,) if isinstance(output_size, numbers.Integral) else output_size, 1,
+                           "adaptive_avg_pool1d")
+    return input.matmul(_avg_matrix(input.shape[-1], o, input).t())
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+    """``adaptive_max_pool2d`` returning (values, indices)."""
+    oh, ow = _adaptive_sizes(input, output_size, 2, "adaptive_max_pool2d")
+    H, W = input.shape[-2:]
+    if H % oh == 0 and W % ow == 0:
+        return ember.max_pool2d_with_indices(input, (H // oh, W // ow), (H // oh, W // ow))
+    lead = input.shape[:-2]
+    vals, idxs = [], []
+    for a, b in _bounds(H, oh):
+        for c, d in _bounds(W, ow):
+            win = input[..., a:b, c:d].reshape(lead + (-1,))
+            v, i = win.max(-1)
+            vals.append(v)
+            idxs.append((i // (d - c) + a) * W + i % (d - c) + c)
+    return (ember.stack(vals, -1).reshape(lead + (oh, ow)), ember.stack(idxs, -1).reshape(lead + (oh, ow)))
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Adaptive 2-D max pooling (matches torch.nn.functional.adaptive_max_pool2d); windows as in
+    adaptive_avg_pool2d; ``return_indices`` also returns the flat argmax over H * W."""
+    vals, idx = adaptive_max_pool2d_with_indices(input, output_size)
+    return (vals, idx) if return_indices else vals

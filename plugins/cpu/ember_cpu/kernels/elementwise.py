@@ -248,21 +248,30 @@ def _slow_binary(f, name, self, other, out, alpha):
 
 def make_binary(f, name, with_alpha):
     if with_alpha:
+        sign = 1 if name == "add" else -1
         def kernel(self, other, *, alpha=1, out):
             o = out._native
             if o is None:
                 o = np_view(out)
-            a = self._native if self.__class__ is _T else None
+            a = self._native if (self.__class__ is _T or isinstance(self, _T)) else None
             if a is None:
                 return _slow_binary(f, name, self, other, out, alpha)
-            if other.__class__ is _T:
+            if other.__class__ is _T or (other.__class__ is not float and isinstance(other, _T)):  # + nn.Parameter
                 b = other._native
                 if b is None:
                     b = np_view(other)
                 # (float16 / bfloat16 keys get the slow kernel registered instead: see register())
-                if a.dtype is o.dtype and b.dtype is o.dtype and alpha == 1:
-                    f(a, b, out=o)
-                    return
+                if a.dtype is o.dtype and b.dtype is o.dtype:
+                    if alpha == 1:
+                        f(a, b, out=o)
+                        return
+                    if o.dtype.kind == "f" and alpha.__class__ in (float, int):
+                        # PyTorch: fma(+-alpha, other, self), rounded once (see fma64)
+                        if o.dtype == np.float64:
+                            fma64(float(alpha) if sign > 0 else -float(alpha), b, a, o)
+                            return
+                        f(a, np.multiply(b, alpha), out=o)
+                        return
             elif a.dtype is o.dtype and alpha == 1 and other.__class__ is not complex \
                     and (other.__class__ is not float or o.dtype.kind in "fc"):
                 f(a, other, out=o)
@@ -280,7 +289,7 @@ def make_binary(f, name, with_alpha):
                 if self.__class__ is not _T and not isinstance(self, _T):
                     return _slow_binary(f, name, self, other, out, 1)
                 a = np_view(self)
-            if other.__class__ is _T:
+            if other.__class__ is _T or (other.__class__ is not float and isinstance(other, _T)):  # + nn.Parameter
                 b = other._native
                 if b is None:
                     b = np_view(other)
@@ -354,28 +363,158 @@ def clamp(self, min=None, max=None, *, out):
     np.copyto(np_view(out), r, casting="unsafe")
 
 
+# ---------------------------------------------------------------- fused multiply-add
+# PyTorch's cpu kernels for add / sub with alpha, lerp and addcmul round once: their vectorized loops
+# use fused multiply-add instructions. numpy has no fma ufunc, so for float64 the kernels below compute
+# x * y + z exactly (Dekker's product and Knuth's sum, error-free transformations) and round once, which
+# makes ember's float64 optimizer steps bit-identical to PyTorch's. Other dtypes round twice (<= 1 ulp).
+_SPLIT = 134217729.0    # 2 ** 27 + 1: Veltkamp's splitting constant for float64
+
+
+def _split(x):
+    """(hi, lo) with hi + lo == x exactly and each half of at most 26 significant bits."""
+    t = x * _SPLIT
+    hi = t - (t - x)
+    return hi, x - hi
+
+
+def fma64(x, y, z, out):
+    """``out = x * y + z`` rounded once (float64 arrays or Python floats, broadcasting; ``out`` may alias).
+
+    Non-finite results (and splits that overflow beyond about 1e300) fall back to the twice-rounded value."""
+    with np.errstate(all="ignore"):
+        p = np.multiply(x, y)
+        xh, xl = _split(x)
+        yh, yl = _split(y)
+        e = xh * yh
+        e -= p
+        e += xh * yl
+        e += xl * yh
+        e += xl * yl                    # p + e == x * y exactly
+        s = np.add(p, z)
+        bb = s - p                      # (no out= on temporaries: 0-d inputs give numpy scalars)
+        t = (p - (s - bb)) + (z - bb)   # s + t == p + z exactly
+        t += e
+        np.add(s, t, out=out)
+        if not np.isfinite(out).all():  # inf / nan operands, or an overflowing split: s = p + z
+            np.copyto(out, s, where=~np.isfinite(out))
+    return out
+
+
+def _same_dtype_views(o, *xs):
+    """numpy views of the tensors ``xs`` when all are in ``o``'s (full-precision) dtype, else None."""
+    if o.dtype in LOWP:
+        return None
+    views = []
+    for x in xs:
+        v = x._native if x.__class__ is _T else None
+        if v is None:
+            if not isinstance(x, _T):
+                return None
+            v = np_view(x)
+        if v.dtype != o.dtype:
+            return None
+        views.append(v)
+    return views
+
+
 def lerp(self, end, weight, *, out):
+    o = out._native
+    if o is None:
+        o = np_view(out)
+    if weight.__class__ is float and o.dtype.kind == "f":
+        v = _same_dtype_views(o, self, end)
+        if v is not None:           # the optimizers' case: tensors of one dtype, a Python float weight
+            a, b = v
+            d = np.subtract(b, a)
+            if o.dtype == np.float64:
+                return fma64(weight, d, a, o) if abs(weight) < 0.5 else fma64(weight - 1.0, d, b, o)
+            if abs(weight) < 0.5:
+                np.multiply(d, weight, out=d)
+                np.add(a, d, out=o)
+            else:
+                np.multiply(d, weight - 1.0, out=d)
+                np.add(b, d, out=o)
+            return
     cd = compute_np(out._dtype)
     a, b, w = _arr(self, cd), _arr(end, cd), _arr(weight, cd)
-    # PyTorch's formula: stable at both ends
-    r = np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
-    np.copyto(np_view(out), r, casting="unsafe")
+    d = b - a
+    if cd == np.float64:
+        # PyTorch's formula, exact at both ends: fma(w, d, a) for |w| < 0.5, else fma(w - 1, d, b)
+        if w.ndim == 0:
+            wf = float(w)
+            return fma64(wf, d, a, o) if abs(wf) < 0.5 else fma64(wf - 1.0, d, b, o)
+        small = np.abs(w) < 0.5
+        return fma64(np.where(small, w, w - 1), d, np.where(small, a, b), o)
+    if w.ndim == 0 and a.dtype == o.dtype and b.dtype == o.dtype:
+        if abs(float(w)) < 0.5:
+            np.multiply(d, w, out=d)
+            np.add(a, d, out=o)
+        else:
+            np.multiply(d, w - 1, out=d)
+            np.add(b, d, out=o)
+        return
+    r = np.where(np.abs(w) < 0.5, a + w * d, b + (w - 1) * d)
+    np.copyto(o, r, casting="unsafe")
 
 
 def addcmul(self, tensor1, tensor2, *, value=1, out):
+    # PyTorch: fma(value * tensor1, tensor2, self)
+    o = out._native
+    if o is None:
+        o = np_view(out)
+    if o.dtype.kind == "f" and value.__class__ in (float, int):
+        v = _same_dtype_views(o, self, tensor1, tensor2)
+        if v is not None:
+            s_, a, b = v
+            if a.shape == o.shape and b.shape == o.shape:      # no broadcasting but of self
+                x = np.multiply(a, value)
+                if o.dtype == np.float64:
+                    fma64(x, b, s_, o)
+                    return
+                np.multiply(x, b, out=x)
+                np.add(s_, x, out=o)
+                return
     cd = compute_np(out._dtype)
-    np.copyto(np_view(out), _arr(self, cd) + np.asarray(value).astype(cd) * _arr(tensor1, cd) * _arr(tensor2, cd),
-              casting="unsafe")
+    x = np.multiply(np.asarray(value).astype(cd), _arr(tensor1, cd))
+    o = np_view(out)
+    if cd == np.float64 and o.dtype == cd:
+        fma64(x, _arr(tensor2, cd), _arr(self, cd), o)
+        return
+    _add_into(o, _arr(self, cd), np.multiply(x, _arr(tensor2, cd)))
 
 
 def addcdiv(self, tensor1, tensor2, *, value=1, out):
+    # PyTorch: self + (value * tensor1) / tensor2, rounding each step
+    o = out._native
+    if o is None:
+        o = np_view(out)
+    if o.dtype.kind == "f" and value.__class__ in (float, int):
+        v = _same_dtype_views(o, self, tensor1, tensor2)
+        if v is not None:
+            s_, a, b = v
+            if a.shape == o.shape and b.shape == o.shape:      # no broadcasting but of self
+                x = np.multiply(a, value)
+                with np.errstate(all="ignore"):
+                    np.true_divide(x, b, out=x)
+                np.add(s_, x, out=o)
+                return
     cd = compute_np(out._dtype)
     if cd.kind in "iu":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
                            "will perform a true division of tensor1 and tensor2.")
+    x = np.multiply(np.asarray(value).astype(cd), _arr(tensor1, cd))
     with np.errstate(all="ignore"):
-        r = _arr(self, cd) + np.asarray(value).astype(cd) * _arr(tensor1, cd) / _arr(tensor2, cd)
-    np.copyto(np_view(out), r, casting="unsafe")
+        x = np.true_divide(x, _arr(tensor2, cd))
+    _add_into(np_view(out), _arr(self, cd), x)
+
+
+def _add_into(o, a, r):
+    """o = a + r; r is a temporary (reused as the result when o needs a cast or broadcast)."""
+    if r.shape == o.shape and r.dtype == o.dtype:
+        np.add(a, r, out=o)
+    else:
+        np.copyto(o, np.add(a, r), casting="unsafe")
 
 
 def _make_lowp_binary(f, name):

@@ -1,0 +1,230 @@
+"""ember's main job: train a classifier on scikit-learn's handwritten digits, on any installed device.
+
+    python -m ember.examples.digits                        # MLP on cpu, the defaults below
+    python -m ember.examples.digits --model cnn --device opencl --plot curve.png
+
+The data is real and ships with scikit-learn (``sklearn.datasets.load_digits``: 1797 8x8
+grey-scale images of the digits 0-9, pixel values 0..16), so nothing is downloaded. It is
+split 80/20 into a training and a held-out test set, stratified by class, with ``--seed``.
+
+Models (written exactly as a PyTorch user would, with ``import ember as torch``):
+
+- ``mlp``: Flatten -> Linear(64, 128) -> ReLU -> Linear(128, 10)
+- ``cnn``: Conv2d(1, 16, 3, padding=1) -> ReLU -> MaxPool2d(2) -> Conv2d(16, 32, 3, padding=1)
+  -> ReLU -> Flatten -> Dropout(0.25) -> Linear(512, 10); trained with random one-pixel
+  shifts of each batch (``--no-augment`` turns them off).
+
+Training: Adam (``--lr``, default 1e-2) with cosine annealing over ``--epochs`` (default 30),
+cross-entropy loss, batches of ``--batch-size`` (64) drawn by a DataLoader shuffling with a
+seeded generator. With the defaults the test accuracy is >= 97 % for the MLP and >= 98 % for
+the CNN (docs/benchmarks.md has the figures). ``--checkpoint PATH`` saves model and optimizer
+with ``ember.save`` and reloads them into a fresh model to check that the reloaded model gives
+the same predictions; ``--plot PATH`` writes the loss / accuracy curves when matplotlib is
+installed.
+
+``main(argv)`` returns a dict with the final ``test_accuracy``, the per-epoch ``history``
+and the ``seconds`` spent training, so tests and benchmarks can call it in-process.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+
+import ember
+import ember.nn as nn
+import ember.nn.functional as F
+from ember.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset
+
+__all__ = ["build_model", "load_digits_split", "evaluate", "train", "main"]
+
+
+def load_digits_split(seed: int = 0, test_size: float = 0.2, device="cpu"):
+    """The digits data as ember tensors: ``(x_train, y_train, x_test, y_test)``.
+
+    ``x_*`` are float32 of shape (N, 1, 8, 8) with pixels scaled to [0, 1]; ``y_*`` are int64
+    class indices of shape (N,). The split is stratified and fixed by ``seed``.
+    """
+    try:
+        from sklearn.datasets import load_digits
+        from sklearn.model_selection import train_test_split
+    except ImportError:   # pragma: no cover - the demo installs it
+        raise SystemExit("the digits example needs scikit-learn: pip install 'ember[examples]'") from None
+    data = load_digits()
+    x = (data.data / 16.0).astype("float32").reshape(-1, 1, 8, 8)
+    x_tr, x_te, y_tr, y_te = train_test_split(x, data.target, test_size=test_size, random_state=seed,
+                                              stratify=data.target)
+    as_t = lambda a, dt: ember.tensor(a, dtype=dt, device=device)
+    return as_t(x_tr, ember.float32), as_t(y_tr, ember.int64), as_t(x_te, ember.float32), as_t(y_te, ember.int64)
+
+
+def build_model(name: str) -> nn.Module:
+    """The ``mlp`` or ``cnn`` classifier (10 classes, input (N, 1, 8, 8))."""
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    if name == "cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+            nn.Flatten(), nn.Dropout(0.25), nn.Linear(512, 10))
+    raise ValueError(f"unknown model '{name}' (expected 'mlp' or 'cnn')")
+
+
+@ember.no_grad()
+def evaluate(model: nn.Module, x, y, batch_size: int = 512):
+    """``(mean cross-entropy loss, accuracy in [0, 1])`` of ``model`` in eval mode on ``(x, y)``."""
+    was_training = model.training
+    model.eval()
+    loss, correct = 0.0, 0
+    for i in range(0, len(x), batch_size):
+        logits = model(x[i:i + batch_size])
+        loss += F.cross_entropy(logits, y[i:i + batch_size], reduction="sum").item()
+        correct += (logits.argmax(1) == y[i:i + batch_size]).sum().item()
+    model.train(was_training)
+    return loss / len(x), correct / len(x)
+
+
+def _shifted(xb, padded, generator):
+    """The batch moved by a random whole pixel in each direction (-1, 0 or +1), zeros shifted in.
+
+    ``padded`` is the batch with one pixel of zero padding on each side; the shifted batch is
+    a strided view of it, so the augmentation costs no kernel."""
+    dy, dx = ember.randint(0, 3, (2,), generator=generator).tolist()
+    return padded[:, :, dy:dy + 8, dx:dx + 8]
+
+
+def train(model: nn.Module, data, *, epochs: int, batch_size: int, lr: float, seed: int,
+          augment: bool = False, progress: bool = True, device="cpu"):
+    """Train ``model`` in place; returns ``(history, optimizer, seconds)``.
+
+    ``history`` has one dict per epoch: ``epoch``, ``train_loss`` (mean over the epoch's
+    batches), ``test_loss``, ``test_accuracy``."""
+    x_tr, y_tr, x_te, y_te = data
+    dataset = TensorDataset(x_tr, y_tr)
+    # A BatchSampler as the sampler (batch_size=None) hands the dataset a list of indices, so a batch
+    # is one indexing op per tensor instead of batch_size item lookups and a stack (PyTorch's idiom).
+    batches = BatchSampler(RandomSampler(dataset, generator=ember.Generator().manual_seed(seed)),
+                           batch_size, drop_last=False)
+    loader = DataLoader(dataset, sampler=batches, batch_size=None)
+    aug_gen = ember.Generator().manual_seed(seed + 1) if augment else None
+    opt = ember.optim.Adam(model.parameters(), lr=lr)
+    sched = ember.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    history = []
+    bar = _progress(range(1, epochs + 1), progress)
+    start = time.perf_counter()
+    for epoch in bar:
+        model.train()
+        total, batches = 0.0, 0
+        for xb, yb in loader:
+            if augment:
+                xb = _shifted(xb, F.pad(xb, (1, 1, 1, 1)), aug_gen)
+            loss = F.cross_entropy(model(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item()
+            batches += 1
+        sched.step()
+        test_loss, test_acc = evaluate(model, x_te, y_te)
+        history.append({"epoch": epoch, "train_loss": total / batches, "test_loss": test_loss,
+                        "test_accuracy": test_acc})
+        if hasattr(bar, "set_postfix"):
+            bar.set_postfix(loss=f"{total / batches:.4f}", test_acc=f"{test_acc:.4f}")
+    return history, opt, time.perf_counter() - start
+
+
+def _progress(it, enabled):
+    if not enabled:
+        return it
+    try:
+        from tqdm import tqdm
+    except ImportError:   # tqdm is optional: plain iteration, the epoch lines still print
+        return it
+    return tqdm(it, desc="epochs", unit="epoch", file=sys.stdout)
+
+
+def _check_checkpoint(path, model, opt, args, x_te):
+    """Save model + optimizer to ``path``, load them into a fresh model and check predictions match."""
+    ember.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "args": vars(args)}, path)
+    state = ember.load(path, map_location=args.device)
+    fresh = build_model(args.model).to(args.device)
+    fresh.load_state_dict(state["model"])
+    model.eval()
+    fresh.eval()
+    with ember.no_grad():
+        same = ember.equal(model(x_te), fresh(x_te))
+    if not same:
+        raise RuntimeError(f"the model reloaded from {path} does not reproduce the trained model's outputs")
+    return same
+
+
+def _plot(history, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("--plot: matplotlib is not installed (pip install matplotlib); no plot written")
+        return False
+    epochs = [h["epoch"] for h in history]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    ax1.plot(epochs, [h["train_loss"] for h in history], label="train")
+    ax1.plot(epochs, [h["test_loss"] for h in history], label="test")
+    ax1.set_xlabel("epoch")
+    ax1.set_ylabel("cross-entropy loss")
+    ax1.legend()
+    ax2.plot(epochs, [100 * h["test_accuracy"] for h in history])
+    ax2.set_xlabel("epoch")
+    ax2.set_ylabel("test accuracy (%)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m ember.examples.digits",
+                                description="Train an MLP or a small CNN on scikit-learn's handwritten digits.")
+    p.add_argument("--device", default="cpu", help="any installed device: cpu, opencl, cuda, ... (default cpu)")
+    p.add_argument("--model", choices=("mlp", "cnn"), default="mlp")
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=1e-2, help="Adam's learning rate (cosine-annealed to 0)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the split, the initialisation and the shuffling")
+    p.add_argument("--checkpoint", metavar="PATH", help="save the trained model here, reload and verify it")
+    p.add_argument("--plot", metavar="PATH", help="write loss / accuracy curves (PNG) with matplotlib")
+    p.add_argument("--no-augment", dest="augment", action="store_false",
+                   help="train the CNN without random one-pixel shifts")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    args = p.parse_args(argv)
+    if args.epochs < 1 or args.batch_size < 1 or not (args.lr > 0 and math.isfinite(args.lr)):
+        p.error("--epochs and --batch-size must be >= 1 and --lr a positive number")
+    return args
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    device = ember.device(args.device)
+    ember.manual_seed(args.seed)
+    data = load_digits_split(args.seed, device=device)
+    model = build_model(args.model).to(device)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"digits: {len(data[0])} train / {len(data[2])} test images, model {args.model} "
+          f"({n_params} parameters) on {device}")
+    history, opt, seconds = train(model, data, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                                  seed=args.seed, augment=args.augment and args.model == "cnn",
+                                  progress=args.progress, device=device)
+    acc = history[-1]["test_accuracy"]
+    print(f"test accuracy: {100 * acc:.2f} % after {args.epochs} epochs ({seconds:.1f} s training)")
+    result = {"test_accuracy": acc, "history": history, "seconds": seconds, "model": model}
+    if args.checkpoint:
+        _check_checkpoint(args.checkpoint, model, opt, args, data[2])
+        print(f"checkpoint: saved to {args.checkpoint}, reloaded, predictions identical")
+    if args.plot and _plot(history, args.plot):
+        print(f"plot: {args.plot}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""Dropout layers (matches torch.nn): in training mode zero each element (Dropout) or each
+channel (Dropout1d/2d/3d) with probability ``p`` and scale the rest by 1 / (1 - p); the
+identity in eval mode. ValueError "dropout probability has to be between 0 and 1, but got p"."""
+from __future__ import annotations
+
+from .. import functional as F
+from .module import Module
+
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+
+
+class _DropoutNd(Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """Elementwise dropout, any shape (matches torch.nn.Dropout)."""
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    """Channel dropout for (N, C, L) or (C, L) inputs (matches torch.nn.Dropout1d)."""
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(_DropoutNd):
+    """Channel dropout for (N, C, H, W) or (C, H, W) inputs (matches torch.nn.Dropout2d)."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """Channel dropout for (N, C, D, H, W) or (C, D, H, W) inputs (matches torch.nn.Dropout3d)."""
+
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout that keeps the mean and variance of SELU activations (matches torch.nn.AlphaDropout)."""
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training)

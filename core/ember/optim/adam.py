@@ -1,0 +1,101 @@
+"""Adam (and, with ``decoupled_weight_decay=True``, AdamW) (matches torch.optim.Adam)."""
+from __future__ import annotations
+
+import ember
+
+from .optimizer import Optimizer, _value, _step_tensor
+
+__all__ = ["Adam"]
+
+
+class Adam(Optimizer):
+    """Adam (matches torch.optim.Adam; PyTorch's single-tensor algorithm, the same operations in
+    the same order, so float64 results are bit-identical to PyTorch's cpu where both round alike).
+
+    Per parameter with gradient g (``-g`` when ``maximize``), at step t::
+
+        p = p * (1 - lr * weight_decay)        (decoupled_weight_decay, i.e. AdamW)
+        g = g + weight_decay * p               (otherwise, if weight_decay != 0)
+        m = lerp(m, g, 1 - beta1)
+        v = beta2 * v + (1 - beta2) * g * g
+        v_max = max(v_max, v)                  (amsgrad; v_max replaces v below)
+        p = p - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
+
+    State per parameter: ``'step'`` (0-dim float tensor), ``'exp_avg'``, ``'exp_avg_sq'``
+    (and ``'max_exp_avg_sq'`` with amsgrad).
+    Raises ValueError for invalid lr / eps / betas / weight_decay (PyTorch's messages) and
+    RuntimeError for sparse gradients.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        if not 0.0 <= _value(lr):
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= _value(betas[0]) < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= _value(betas[1]) < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        self._check_unsupported(fused, differentiable, capturable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("decoupled_weight_decay", False)
+
+    def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss (or None)."""
+        loss = self._closure_loss(closure)
+        state = self.state
+        name = type(self).__name__
+        for group in self.param_groups:
+            lr = _value(group["lr"])
+            beta1, beta2 = (_value(b) for b in group["betas"])
+            wd, eps, amsgrad, maximize = group["weight_decay"], group["eps"], group["amsgrad"], group["maximize"]
+            decoupled = group.get("decoupled_weight_decay", False)
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if g._layout.name != "strided":
+                    raise RuntimeError(f"{name} does not support sparse gradients, please consider SparseAdam "
+                                       "instead")
+                st = state[p]
+                if not st:
+                    st["step"] = _step_tensor()
+                    st["exp_avg"] = ember.zeros_like(p)
+                    st["exp_avg_sq"] = ember.zeros_like(p)
+                    if amsgrad:
+                        st["max_exp_avg_sq"] = ember.zeros_like(p)
+                step_t, exp_avg, exp_avg_sq = st["step"], st["exp_avg"], st["exp_avg_sq"]
+                if maximize:
+                    g = -g
+                step_t.add_(1)
+                if wd != 0:
+                    if decoupled:
+                        p.mul_(1 - lr * wd)
+                    else:
+                        g = g.add(p, alpha=wd)
+                exp_avg.lerp_(g, 1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                step = step_t.item()
+                step_size = lr / (1 - beta1 ** step)
+                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+                if amsgrad:
+                    v = st["max_exp_avg_sq"]
+                    ember.maximum(v, exp_avg_sq, out=v)
+                else:
+                    v = exp_avg_sq
+                denom = v.sqrt().div_(bias_correction2_sqrt).add_(eps)
+                p.addcdiv_(exp_avg, denom, value=-step_size)
+        return loss

@@ -1,0 +1,341 @@
+"""Neural-network kernels: relu, softmax, nll_loss, im2col / col2im, max pooling, padding, embedding.
+
+The core's meta functions (ember._ops._nn) have checked every argument; kernels compute
+with numpy, vectorised over the whole batch. numpy pays a few nanoseconds per inner loop,
+so the image kernels arrange their work in long contiguous runs: im2col is one strided
+copy, col2im adds kh * kw shifted blocks in a (H, W, N * C) layout, max pooling reduces
+along W over a flat strided view (one inner loop) before reducing along H.
+float16 / bfloat16 compute in float32, as PyTorch's cpu kernels do.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ember._ops._nn import pair, blocks
+
+from ._util import ALL, FLOAT, LOWP, compute_np, np_view, write
+
+_ALL_NUMERIC = [d for d in ALL if not d.is_complex and d.name != "bool"]
+
+
+def _arr(t, cd=None):
+    a = np_view(t)
+    cd = compute_np(t._dtype) if cd is None else cd
+    return a if a.dtype == cd else a.astype(cd)
+
+
+# ---------------------------------------------------------------- linear
+def linear(input, weight, bias=None, *, out):
+    x, w, o = np_view(input), np_view(weight), np_view(out)
+    if o.dtype in LOWP:
+        r = np.matmul(x.astype(np.float32), w.T.astype(np.float32))
+        if bias is not None:
+            r += np_view(bias).astype(np.float32)
+        write(out, r)
+        return
+    np.matmul(x, w.T, out=o)
+    if bias is not None:
+        o += np_view(bias)
+
+
+# ---------------------------------------------------------------- relu
+def relu(self, *, out):
+    a = np_view(self)
+    if a.dtype in LOWP:
+        write(out, np.maximum(a.astype(np.float32), 0))
+    else:
+        np.maximum(a, 0, out=np_view(out))
+
+
+# ---------------------------------------------------------------- softmax / log_softmax
+def _softmax_prep(self, dim, out):
+    cd = compute_np(out._dtype)
+    a = _arr(self, cd)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    return a, dim % a.ndim
+
+
+def softmax(self, dim, dtype=None, *, out):
+    a, d = _softmax_prep(self, dim, out)
+    if a.size == 0:
+        return
+    e = a - a.max(axis=d, keepdims=True)
+    np.exp(e, out=e)
+    e /= e.sum(axis=d, keepdims=True)
+    write(out, e.reshape(out._shape))
+
+
+def log_softmax(self, dim, dtype=None, *, out):
+    a, d = _softmax_prep(self, dim, out)
+    if a.size == 0:
+        return
+    o = np_view(out)
+    if o.dtype == a.dtype and o.shape == a.shape:       # straight into the output: no temporaries to copy
+        np.subtract(a, a.max(axis=d, keepdims=True), out=o)
+        o -= np.log(np.exp(o).sum(axis=d, keepdims=True))
+        return
+    s = a - a.max(axis=d, keepdims=True)
+    lse = np.log(np.exp(s).sum(axis=d, keepdims=True))
+    s -= lse
+    write(out, s.reshape(out._shape))
+
+
+# ---------------------------------------------------------------- nll_loss
+def _nll_flat(self, target, weight, ignore_index):
+    """(x as (M, C), rows, target (M,) with ignored set to 0, per-row weight, C)."""
+    x = np_view(self)
+    cd = compute_np(self._dtype)
+    if x.ndim == 1:
+        x2 = x.reshape(1, -1)
+    elif x.ndim == 2:
+        x2 = x
+    else:
+        x2 = np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
+    C = x2.shape[1]
+    t = np_view(target).reshape(-1).astype(np.int64, copy=False)
+    valid = t != ignore_index
+    bad = valid & ((t < 0) | (t >= C))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+    tt = np.where(valid, t, 0)
+    if weight is None:
+        w = valid.astype(cd)
+    else:
+        w = _arr(weight, cd)[tt] * valid
+    return x2, tt, w, cd
+
+
+_ARANGE = {}
+
+
+def _arange(n):
+    a = _ARANGE.get(n)
+    if a is None:
+        if len(_ARANGE) > 64:
+            _ARANGE.clear()
+        a = _ARANGE[n] = np.arange(n)
+    return a
+
+
+def _plain_targets(x, target, weight, ignore_index):
+    """The targets as int64 when the common case holds: (N, C) input, no weight, every target a
+    class (none equal to ignore_index) — then the loss is a plain gather. None otherwise."""
+    if weight is not None or x.ndim != 2:
+        return None
+    t = np_view(target)
+    C = x.shape[1]
+    if t.dtype != np.int64 or not t.size or 0 <= ignore_index < C:
+        return None
+    return t if t.min() >= 0 and t.max() < C else None
+
+
+def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100, *, out):
+    x = np_view(self)
+    t = _plain_targets(x, target, weight, ignore_index)
+    if t is not None and x.dtype not in LOWP:
+        picked = x[_arange(len(t)), t]
+        if reduction == 0:
+            np.negative(picked, out=np_view(out))
+        else:
+            s = -picked.sum()
+            write(out, s / len(t) if reduction == 1 else s)
+        return
+    x2, tt, w, cd = _nll_flat(self, target, weight, ignore_index)
+    picked = x2[np.arange(x2.shape[0]), tt].astype(cd, copy=False)
+    losses = -(picked * w)
+    if reduction == 0:
+        write(out, losses.reshape(out._shape))
+    elif reduction == 2:
+        write(out, losses.sum(dtype=cd))
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            write(out, losses.sum(dtype=cd) / w.sum(dtype=cd))
+
+
+def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, *, out):
+    x, o = np_view(self), np_view(out)
+    t = _plain_targets(x, target, weight, ignore_index)
+    if t is not None and o.dtype not in LOWP and o.flags.c_contiguous:
+        g = np_view(grad_output)
+        o.fill(0)
+        o[_arange(len(t)), t] = -g if reduction == 0 else -g / len(t) if reduction == 1 else -g
+        return
+    x2, tt, w, cd = _nll_flat(self, target, weight, ignore_index)
+    g = _arr(grad_output, cd)
+    if reduction == 0:
+        vals = -(w * g.reshape(-1))
+    else:
+        scale = g.reshape(())
+        if reduction == 1:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                scale = scale / w.sum(dtype=cd)
+        vals = -(w * scale)
+    o = np_view(out)
+    nd = o.ndim
+    if nd <= 2 and o.flags.c_contiguous and o.dtype == cd:
+        o2 = o.reshape(x2.shape)
+        o2.fill(0)
+        o2[np.arange(x2.shape[0]), tt] = vals
+        return
+    gx = np.zeros(x2.shape, cd)
+    gx[np.arange(x2.shape[0]), tt] = vals
+    if nd > 2:
+        gx = np.moveaxis(gx.reshape((o.shape[0],) + o.shape[2:] + (o.shape[1],)), -1, 1)
+    write(out, gx.reshape(o.shape))
+
+
+# ---------------------------------------------------------------- im2col / col2im
+def _window(kernel_size, dilation, padding, stride):
+    return pair(kernel_size), pair(dilation), pair(padding), pair(stride)
+
+
+def im2col(self, kernel_size, dilation, padding, stride, *, out):
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = _window(kernel_size, dilation, padding, stride)
+    x = np_view(self)
+    if x.ndim == 3:
+        x = x[None]
+    N, C, H, W = x.shape
+    oh, ow = blocks(H, kh, dh, ph, sh), blocks(W, kw, dw, pw, sw)
+    if ph or pw:
+        xp = np.zeros((N, C, H + 2 * ph, W + 2 * pw), x.dtype)
+        xp[:, :, ph:ph + H, pw:pw + W] = x
+    else:
+        xp = x                                  # any strides: the window view reads them as they are
+    s0, s1, s2, s3 = xp.strides
+    v = as_strided(xp, (N, C, kh, kw, oh, ow), (s0, s1, s2 * dh, s3 * dw, s2 * sh, s3 * sw), writeable=False)
+    o = np_view(out)
+    np.copyto(o.reshape(N, C, kh, kw, oh, ow), v, casting="unsafe")
+
+
+def col2im(self, output_size, kernel_size, dilation, padding, stride, *, out):
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = _window(kernel_size, dilation, padding, stride)
+    H, W = pair(output_size)
+    c = _arr(self)
+    if c.ndim == 2:
+        c = c[None]
+    N = c.shape[0]
+    C = c.shape[1] // (kh * kw)
+    oh, ow = blocks(H, kh, dh, ph, sh), blocks(W, kw, dw, pw, sw)
+    Hp = max(H + 2 * ph, (oh - 1) * sh + (kh - 1) * dh + 1)
+    Wp = max(W + 2 * pw, (ow - 1) * sw + (kw - 1) * dw + 1)
+    # (kh, kw, oh, ow, N, C): every shifted block becomes one add over runs of N * C elements
+    v = np.empty((kh, kw, oh, ow, N, C), c.dtype)
+    np.copyto(v, c.reshape(N, C, kh, kw, oh, ow).transpose(2, 3, 4, 5, 0, 1))
+    xp = np.zeros((Hp, Wp, N, C), c.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            blk = xp[i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
+            np.add(blk, v[i, j], out=blk)
+    r = xp[ph:ph + H, pw:pw + W].transpose(2, 3, 0, 1)
+    o = np_view(out)
+    np.copyto(o.reshape(N, C, H, W), r, casting="unsafe")
+
+
+# ---------------------------------------------------------------- max pooling
+def _pool_args(kernel_size, stride, padding, dilation):
+    kh, kw = pair(kernel_size)
+    st = tuple(stride) if not isinstance(stride, int) else (stride,)
+    sh, sw = (kh, kw) if len(st) == 0 else pair(st)
+    return (kh, kw), (sh, sw), pair(padding), pair(dilation)
+
+
+def _lowest(dt):
+    return -np.inf if dt.kind == "f" else np.iinfo(dt).min
+
+
+def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out):
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_args(kernel_size, stride, padding, dilation)
+    vals, inds = out
+    x = np_view(self)
+    cd = compute_np(self._dtype)
+    if x.ndim == 3:
+        x = x[None]
+    N, C, H, W = x.shape
+    oh, ow = vals._shape[-2:]
+    NC = N * C
+    if NC == 0:
+        return
+    Hp = max(H + 2 * ph, (oh - 1) * sh + (kh - 1) * dh + 1)
+    Wp = max(W + 2 * pw, (ow - 1) * sw + (kw - 1) * dw + 1)
+    # batch-last padded planes (Hp, Wp, N * C): every window offset is then an (oh, ow, N * C) view whose
+    # rows run over N * C contiguous elements (numpy pays per inner loop; H and W are small, N * C is not)
+    xt = np.full((Hp, Wp, NC), _lowest(np.dtype(cd)), cd)
+    xt[ph:ph + H, pw:pw + W] = x.reshape(NC, H, W).transpose(1, 2, 0)
+    nan = cd.kind == "f" and bool(np.isnan(x).any())
+
+    def window(i, j):
+        return xt[i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
+
+    best = window(0, 0).copy()
+    k = np.zeros(best.shape, np.int16 if kh * kw < 32768 else np.int64)
+    for n in range(1, kh * kw):
+        v = window(*divmod(n, kw))
+        m = np.greater(v, best)
+        if nan:                                   # PyTorch's rule: val > max or isnan(val)
+            m |= np.isnan(v)
+            np.copyto(best, v, where=m)
+        else:
+            np.maximum(best, v, out=best)
+        np.putmask(k, m, n)
+    # flat index over H * W: the window's top-left corner plus the winner's offset in it
+    corner = ((np.arange(oh) * sh - ph) * W)[:, None] + (np.arange(ow) * sw - pw)[None, :]
+    offset = np.array([i * dh * W + j * dw for i in range(kh) for j in range(kw)], np.int64)
+    idx = offset.take(k) + corner[:, :, None]
+    np.copyto(np_view(vals).reshape(NC, oh, ow), best.transpose(2, 0, 1), casting="unsafe")
+    np.copyto(np_view(inds).reshape(NC, oh, ow), idx.transpose(2, 0, 1))
+
+
+def max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices,
+                                     *, out):
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_args(kernel_size, stride, padding, dilation)
+    H, W = self._shape[-2:]
+    o = np_view(out)
+    cd = compute_np(out._dtype)
+    g = _arr(grad_output, cd)
+    i = np_view(indices)
+    planes = int(np.prod(self._shape[:-2], dtype=np.int64))
+    g2 = g.reshape(planes, -1)
+    i2 = i.reshape(planes, -1)
+    if (kh - 1) * dh + 1 <= sh and (kw - 1) * dw + 1 <= sw:
+        # windows do not overlap: every input gets at most one gradient
+        r = np.zeros((planes, H * W), cd)
+        np.put_along_axis(r, i2, g2, axis=1)
+    else:
+        flat = (i2 + (np.arange(planes) * (H * W))[:, None]).reshape(-1)
+        r = np.bincount(flat, weights=g2.reshape(-1), minlength=planes * H * W)
+    write(out, r.reshape(o.shape))
+
+
+# ---------------------------------------------------------------- constant_pad_nd / embedding
+def constant_pad_nd(self, pad, value=0, *, out):
+    from ember._ops._nn import _pad_slices
+    o = np_view(out)
+    a = np_view(self)
+    src, dst = _pad_slices(a.shape, tuple(pad), a.ndim)
+    if o.size == 0:
+        return
+    o.fill(value) if o.dtype.kind != "b" else o.fill(bool(value))
+    o[dst] = a[src]
+
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False, *, out):
+    w = np_view(weight)
+    idx = np_view(indices).reshape(-1)
+    if idx.size and (idx.min() < 0 or idx.max() >= w.shape[0]):
+        raise IndexError("index out of range in self")
+    o = np_view(out)
+    np.take(w, idx, axis=0, out=o.reshape(idx.size, w.shape[1]))
+
+
+def register(lib):
+    lib.impl("relu", relu, device="cpu", dtypes=_ALL_NUMERIC)
+    lib.impl("linear", linear, device="cpu", dtypes=FLOAT)
+    for name, k in (("softmax", softmax), ("log_softmax", log_softmax), ("nll_loss", nll_loss),
+                    ("nll_loss_backward", nll_loss_backward)):
+        lib.impl(name, k, device="cpu", dtypes=FLOAT)
+    for name, k in (("im2col", im2col), ("col2im", col2im), ("max_pool2d_with_indices", max_pool2d_with_indices),
+                    ("max_pool2d_with_indices_backward", max_pool2d_with_indices_backward),
+                    ("constant_pad_nd", constant_pad_nd), ("embedding", embedding)):
+        lib.impl(name, k, device="cpu", dtypes=ALL)
