@@ -40,7 +40,7 @@ def ensure_venv():
 
 def install(test=False):
     ensure_venv()
-    pkgs = [f"{ROOT}[examples]"] + [str(ROOT / "plugins" / name) for name, ok in PLUGINS.items() if ok()]
+    pkgs = [f"{ROOT}[examples,plot]"] + [str(ROOT / "plugins" / name) for name, ok in PLUGINS.items() if ok()]
     extra = ["pytest>=7", "hypothesis>=6"] if test else []
     if run(PY, "-m", "pip", "install", "-q", *pkgs, *extra) != 0:
         sys.exit("pip install failed")

@@ -17,6 +17,7 @@ import itertools
 import multiprocessing as _std_mp
 import os
 import queue
+import time
 import warnings
 
 import ember
@@ -437,17 +438,32 @@ class _MultiProcessIter(_BaseIter):
                 payload = self._data_queue.get(timeout=max(wait, 0.0))
             except queue.Empty as e:
                 waited += wait
-                dead = [i for i, w in enumerate(self._workers) if self._worker_active[i] and not w.is_alive()]
-                if dead:
-                    for i in dead:
-                        self._worker_active[i] = False
-                    pids = ", ".join(str(self._workers[i].pid) for i in dead)
-                    self._shutdown_workers()           # its tasks are lost: this iterator cannot go on
-                    raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly") from e
+                self._raise_if_a_worker_died(e)
                 if self._timeout > 0 and waited >= self._timeout:
                     raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds") from e
                 continue
-            return _worker.decode(payload)
+            try:
+                return _worker.decode(payload)
+            except Exception as e:                     # a batch that could not be received: its sender
+                self._raise_if_a_worker_died(e, grace=1.0)   # died before its shared memory was mapped,
+                raise                                    # or something else, re-raised as it is
+
+    def _raise_if_a_worker_died(self, cause, grace=0.0):
+        """RuntimeError naming the workers that exited (PyTorch's message), after shutting the rest
+        down; nothing when all are alive. ``grace``: seconds to let a dying worker finish exiting."""
+        deadline = time.monotonic() + grace
+        while True:
+            dead = [i for i, w in enumerate(self._workers) if self._worker_active[i] and not w.is_alive()]
+            if dead or time.monotonic() >= deadline:
+                break
+            time.sleep(0.01)
+        if not dead:
+            return
+        for i in dead:
+            self._worker_active[i] = False
+        pids = ", ".join(str(self._workers[i].pid) for i in dead)
+        self._shutdown_workers()                       # its tasks are lost: this iterator cannot go on
+        raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly") from cause
 
     def _next_data(self):
         while True:
