@@ -526,3 +526,18 @@ def test_cpu_fallback_preserves_named_tuple_results():
             return lambda x: Pair(x + 1, 5)
     r = L.cpu_fallback(FakeOp, (ember.ones(2),), {})
     assert isinstance(r, Pair) and r.a.tolist() == [2.0, 2.0] and r.b == 5
+
+
+def test_set_num_threads_controls_the_cpu_blas_pool():
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        assert ember.get_num_threads() == 1
+        with pytest.raises(RuntimeError, match="set_num_threads expects a positive integer"):
+            ember.set_num_threads(0)
+        with pytest.raises(TypeError, match="must be int, not float"):
+            ember.set_num_threads(1.5)
+        assert ember.get_num_threads() == 1                # a refused call changes nothing
+    finally:
+        ember.set_num_threads(before)
+    assert ember.get_num_threads() == before

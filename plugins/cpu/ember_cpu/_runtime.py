@@ -110,6 +110,23 @@ class CPURuntime(DeviceRuntime):
 
     def __init__(self):
         self._foreign = _Foreign(self)
+        self._blas = None
+
+    # -- intra-op threads (ember.set_num_threads): the BLAS pool numpy calls, through threadpoolctl
+    def _blas_pools(self):
+        if self._blas is None:
+            from threadpoolctl import ThreadpoolController
+            self._blas = ThreadpoolController().select(user_api="blas")
+        return self._blas
+
+    def set_num_threads(self, n):
+        """Limit the BLAS library numpy uses to ``n`` threads (process-wide, as torch's is)."""
+        self._blas_pools().limit(limits=n)
+
+    def get_num_threads(self):
+        """The BLAS pool's thread count (os.cpu_count() when numpy's BLAS is not found)."""
+        info = self._blas_pools().info()
+        return max((i["num_threads"] for i in info), default=os.cpu_count() or 1)
 
     def is_available(self):
         return True
