@@ -4,7 +4,9 @@
     python3 dev.py demo    create .venv, install the core and every plugin this machine
                            can run, and run the main job: train a classifier on scikit-learn's
                            handwritten digits (arguments after 'demo' go to it, e.g. --model cnn)
-    python3 dev.py test    the same install plus the test tools, then the whole test suite
+    python3 dev.py test    the same install plus the test tools and the reference vendor plugin
+                           (examples/vendor_plugin), then the whole test suite and the conformance
+                           suite against each device plugin (`ember conformance cpu`, `... vdev`)
 
 Standard library only, so it runs before anything is installed.
 """
@@ -38,10 +40,16 @@ def ensure_venv():
         run(PY, "-m", "pip", "install", "-q", "--upgrade", "pip")
 
 
+# the reference out-of-tree device plugin, installed from its own directory as a vendor's would be;
+# the test command runs the conformance suite against it and against every plugin above
+VENDOR_PLUGIN = ROOT / "examples" / "vendor_plugin"
+CONFORMANCE_DEVICES = ["cpu", "vdev"]
+
+
 def install(test=False):
     ensure_venv()
     pkgs = [f"{ROOT}[examples,plot]"] + [str(ROOT / "plugins" / name) for name, ok in PLUGINS.items() if ok()]
-    extra = ["pytest>=7", "hypothesis>=6"] if test else []
+    extra = ["pytest>=7", "hypothesis>=6", str(VENDOR_PLUGIN)] if test else []
     if run(PY, "-m", "pip", "install", "-q", *pkgs, *extra) != 0:
         sys.exit("pip install failed")
 
@@ -57,6 +65,11 @@ def test(args):
     if rc == 5:
         print("pytest collected no tests: treating this as a failure", file=sys.stderr)
         return 1
+    if args:                      # a selection of tests was asked for: no conformance runs
+        return rc
+    ember = BIN / ("ember.exe" if os.name == "nt" else "ember")
+    for device in CONFORMANCE_DEVICES:
+        rc = run(ember, "conformance", device, "-q") or rc
     return rc
 
 

@@ -1,4 +1,4 @@
-"""``ember`` command line: ``ember info``."""
+"""``ember`` command line: ``ember info``, ``ember conformance DEVICE``."""
 from __future__ import annotations
 
 import argparse
@@ -38,8 +38,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="ember", description="ember: a PyTorch-style tensor framework")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("info", help="show installed plugins, device types and device counts")
+    from .testing.conformance import _main as conformance
+    conformance.add_arguments(sub.add_parser(
+        "conformance", help="run the conformance suite on a device and print the op x dtype matrix"))
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()
+    if args.command == "conformance":
+        return conformance.main(args)
     parser.print_help()
     return 0

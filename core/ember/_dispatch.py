@@ -163,13 +163,17 @@ _fallback_warned = set()
 
 def _make_fallback(op, key, fallback):
     def run_fallback(*args, **kwargs):
-        if op.name not in _fallback_warned:
-            _fallback_warned.add(op.name)
-            warnings.warn(f"ember: '{op.name}' has no kernel for {_fmt_key(key)}; running it through the "
-                          f"'{key[0]}' device's fallback (slow). This warning is shown once per op.",
-                          stacklevel=3)
         from . import profiler
-        profiler._count_fallback(op.name)
+        mode = profiler.fallback_warn_mode()     # EMBER_FALLBACK_WARN: once (default) | always | error
+        if mode == "error":
+            raise RuntimeError(f"ember: '{op.name}' has no kernel for {_fmt_key(key)}, and EMBER_FALLBACK_WARN=error "
+                               f"forbids running it through the '{key[0]}' device's fallback.")
+        if mode == "always" or op.name not in _fallback_warned:
+            _fallback_warned.add(op.name)
+            tail = "This warning is shown once per op." if mode == "once" else "(EMBER_FALLBACK_WARN=always)"
+            warnings.warn(f"ember: '{op.name}' has no kernel for {_fmt_key(key)}; running it through the "
+                          f"'{key[0]}' device's fallback (slow). {tail}", stacklevel=3)
+        profiler._count_fallback(op.name, key)
         return fallback(op, args, kwargs)
     return run_fallback
 

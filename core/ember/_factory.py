@@ -62,8 +62,15 @@ def empty_on(shape, dtype, device):
                 alloc.peak_count = n
         else:
             alloc._account(nbytes)
+        try:
+            handle = native(shape, dtype._np or dtype.numpy_dtype)
+        except MemoryError as e:          # undo the accounting: the failed allocation leaves no trace
+            alloc.allocated -= nbytes
+            alloc.count -= 1
+            alloc.ooms += 1
+            raise alloc._oom_direct(nbytes, e) from None
         st = _new(UntypedStorage)
-        st._handle = t._native = native(shape, dtype._np or dtype.numpy_dtype)
+        st._handle = t._native = handle
         st._nbytes = st._size = nbytes
         st.device = device
         st._allocator = alloc

@@ -362,8 +362,16 @@ def register_autograd(op_name: str, backward, *, setup_context=None, lib=None):
         argument of the op's schema, in order.
     :param setup_context: ``setup_context(ctx, inputs, output)`` run after the forward;
         it may call ``ctx.save_for_backward(...)`` and set attributes on ``ctx``.
+    :param lib: the ``Library`` that defined the op; inside ``ember_register`` (a library from
+        ``registry.library``) the registration is staged with the plugin's, after its ``define``.
     :raises ValueError: for an unknown op.
     """
+    if lib is not None and lib._registry is not None:
+        def apply():
+            register_autograd(op_name, backward, setup_context=setup_context)
+            return lambda: None          # the op itself goes away with the define's undo
+        lib._do(apply)
+        return
     from .autograd.function import CustomOpDerivative
     op = _dispatch.lookup(op_name.replace("::", "_"))
     op.autograd = CustomOpDerivative(op, backward, setup_context)

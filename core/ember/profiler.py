@@ -2,25 +2,98 @@
 
 ``fallback_counts()`` says which ops ran through a device's fallback (copy to cpu, run,
 copy back) and how often, so a vendor sees what falls back; ``reset()`` clears it.
+``record_fallbacks()`` counts only inside a ``with`` block::
+
+    with ember.profiler.record_fallbacks() as rec:
+        y = model(x.to("vdev"))
+    print(rec.counts)            # {'erfinv': 3, ...}
+    print(rec.by_key)            # {('erfinv', 'vdev', 'strided', 'float32'): 3, ...}
+
+The environment variable ``EMBER_FALLBACK_WARN`` says what a fallback call does besides
+being counted: ``once`` (default: one UserWarning per op), ``always`` (a warning on every
+call) or ``error`` (RuntimeError naming the op and the dispatch key; nothing runs).
 """
 from __future__ import annotations
 
 import collections
+import os
 
-__all__ = ["fallback_counts", "reset"]
+__all__ = ["fallback_counts", "reset", "record_fallbacks", "FallbackRecord", "fallback_warn_mode"]
 
 _fallbacks: collections.Counter = collections.Counter()
+_by_key: collections.Counter = collections.Counter()
+_recorders: list = []
+
+#: the values EMBER_FALLBACK_WARN accepts
+FALLBACK_WARN_MODES = ("once", "always", "error")
 
 
-def _count_fallback(op_name: str) -> None:
+def _key_tuple(op_name, key):
+    if key is None:
+        return (op_name,)
+    return (op_name,) + tuple("ANY" if k is None else getattr(k, "name", str(k)) for k in key)
+
+
+def _count_fallback(op_name: str, key=None) -> None:
+    """Called by the dispatcher each time an op runs through a device fallback."""
     _fallbacks[op_name] += 1
+    k = _key_tuple(op_name, key)
+    _by_key[k] += 1
+    for rec in _recorders:
+        rec.counts[op_name] = rec.counts.get(op_name, 0) + 1
+        rec.by_key[k] = rec.by_key.get(k, 0) + 1
 
 
-def fallback_counts() -> dict:
-    """{op name: number of calls that ran through a device fallback} since start or ``reset()``."""
-    return dict(_fallbacks)
+def fallback_counts(by_key: bool = False) -> dict:
+    """{op name: number of calls that ran through a device fallback} since start or ``reset()``.
+
+    With ``by_key=True`` the keys are ``(op name, device type, layout, dtype)`` tuples."""
+    return dict(_by_key) if by_key else dict(_fallbacks)
 
 
 def reset() -> None:
     """Clear the counts."""
     _fallbacks.clear()
+    _by_key.clear()
+
+
+class FallbackRecord:
+    """The fallbacks counted inside one ``record_fallbacks()`` block.
+
+    ``counts``: {op name: calls}; ``by_key``: {(op name, device type, layout, dtype): calls};
+    ``total``: the number of fallback calls."""
+
+    def __init__(self):
+        self.counts: dict = {}
+        self.by_key: dict = {}
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def __repr__(self):
+        return f"FallbackRecord({self.counts})"
+
+
+class record_fallbacks:
+    """Context manager counting the fallback calls made inside it (nests; the global counts
+    of ``fallback_counts`` keep counting too). ``__enter__`` returns a ``FallbackRecord``."""
+
+    def __enter__(self) -> FallbackRecord:
+        self.record = FallbackRecord()
+        _recorders.append(self.record)
+        return self.record
+
+    def __exit__(self, *exc):
+        _recorders.remove(self.record)
+        return False
+
+
+def fallback_warn_mode() -> str:
+    """The current ``EMBER_FALLBACK_WARN`` mode: 'once' (default), 'always' or 'error'.
+
+    :raises ValueError: for any other value (a typo must not silently change what is reported)."""
+    mode = os.environ.get("EMBER_FALLBACK_WARN", "once").strip().lower() or "once"
+    if mode not in FALLBACK_WARN_MODES:
+        raise ValueError(f"EMBER_FALLBACK_WARN={mode!r} is not one of {', '.join(FALLBACK_WARN_MODES)}")
+    return mode

@@ -91,7 +91,7 @@ def test_arange_matches_numpy(args, kw):
 def test_arange_errors():
     with pytest.raises(RuntimeError, match="step must be nonzero"):
         ember.arange(0, 5, 0)
-    with pytest.raises(RuntimeError, match="upper bound and larger bound inconsistent with step sign"):
+    with pytest.raises(RuntimeError, match="upper bound and lower bound inconsistent with step sign"):
         ember.arange(0, 5, -1)
 
 

@@ -92,7 +92,8 @@ def _frac(x):
 
 # name -> (numpy reference on float64 / int64 / bool input, input domain)
 UNARY_REF = {
-    "neg": (np.negative, "any"), "abs": (np.abs, "any"), "sign": (np.sign, "any"), "sgn": (np.sign, "any"),
+    "neg": (np.negative, "any"), "abs": (np.abs, "any"), "sign": (lambda x: np.nan_to_num(np.sign(x), nan=0.0, posinf=np.inf, neginf=-np.inf), "any"),  # sign(nan) = 0
+    "sgn": (lambda x: np.nan_to_num(np.sign(x), nan=0.0, posinf=np.inf, neginf=-np.inf), "any"),
     "exp": (np.exp, "any"), "exp2": (np.exp2, "any"), "log": (np.log, "pos"), "log2": (np.log2, "pos"),
     "log10": (np.log10, "pos"), "log1p": (np.log1p, "pos"), "expm1": (np.expm1, "any"), "sqrt": (np.sqrt, "pos"),
     "rsqrt": (lambda x: 1 / np.sqrt(x), "pos"), "square": (np.square, "any"), "sin": (np.sin, "any"),

@@ -254,8 +254,11 @@ _names = itertools.count()
 
 
 @pytest.fixture
-def pinacc():
+def pinacc(monkeypatch):
     rt = _PinningRuntime()
+    # the current accelerator is the first available non-cpu device type; other installed device
+    # plugins (e.g. the reference vdev plugin) would come first, so make this one current
+    monkeypatch.setattr(ember._registry, "default_accelerator_type", lambda: "pinacc")
     name = f"pinacc-plugin-{next(_names)}"
 
     class Plugin:

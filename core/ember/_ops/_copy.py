@@ -89,6 +89,7 @@ def fill_(self, value):
 
 def _fill_impl(self, value):
     if isinstance(value, Tensor):
+        _fill_meta(self, value)     # PyTorch's "fill_ only supports 0-dimension value tensor" before .item()
         value = value.item()
     _fill_op(self, value)
     bump_version(self)

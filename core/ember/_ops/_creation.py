@@ -3,7 +3,8 @@ logspace, eye, the *_like forms (match the torch functions of the same names).
 
 Host data (Python lists, numpy arrays) is converted on the host with numpy and
 written to the device through its runtime's ``from_numpy``. Sequence ops (arange,
-linspace, logspace, eye) have kernels per device.
+linspace, logspace, eye) have kernels per device, and composites over the primitive set
+(``_shape_composites``: arange matches ``start + i * step`` exactly for integers).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .._dispatch import declare
 from .._factory import empty_on, contiguous_strides
 from .._tensor import Tensor, _size_args
 from ._copy import fill_, copy_, _fill_op
+from . import _shape_composites as _C   # composites over the primitive set
 
 
 def _filled(t, value):
@@ -218,7 +220,7 @@ def _arange_meta(start, end, step, size, dtype, device):
 
 
 _arange = declare("arange(Scalar start, Scalar end, Scalar step, int size, ScalarType dtype, Device device) -> Tensor",
-                  _arange_meta, doc="kernel entry for ember.arange")
+                  _arange_meta, composite=_C.arange, doc="kernel entry for ember.arange")
 
 
 def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
@@ -234,7 +236,7 @@ def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, req
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = D.int64 if all(isinstance(v, int) for v in vals) else D.get_default_dtype()
     size = builtins.max(math.ceil((end - start) / step), 0)
@@ -243,6 +245,7 @@ def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, req
 
 _linspace = declare("linspace(Scalar start, Scalar end, int steps, float base, ScalarType dtype, Device device) -> Tensor",
                     lambda start, end, steps, base, dtype, device: (device, (device.type, "strided", dtype), (steps,), dtype),
+                    composite=_C.linspace,
                     doc="kernel entry for ember.linspace / logspace (base 0 means linear)")
 
 
@@ -264,6 +267,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=No
 
 _eye = declare("eye(int n, int m, ScalarType dtype, Device device) -> Tensor",
                lambda n, m, dtype, device: (device, (device.type, "strided", dtype), (n, m), dtype),
+               composite=_C.eye,
                doc="kernel entry for ember.eye")
 
 
@@ -271,7 +275,8 @@ def eye(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False,
     """An n x m identity matrix (matches torch.eye)."""
     m = n if m is None else m
     if n < 0 or m < 0:
-        raise RuntimeError(f"n must be greater or equal to 0, got {n if n < 0 else m}")
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}" if n < 0 else
+                           f"m must be greater or equal to 0, got {m}")
     return _finish(_eye(n, m, dtype or D.get_default_dtype(), _device(device), out=out), requires_grad)
 
 

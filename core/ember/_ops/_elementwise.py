@@ -463,3 +463,8 @@ def _bind():
 
 _bind()
 __all__ += ["rsub"]
+
+# composites for the non-primitive ops above (a device without a kernel runs these)
+from . import _elementwise_composites as _composites  # noqa: E402
+
+_composites.attach()

@@ -35,6 +35,7 @@ from .._dispatch import declare
 from .._grad_state import STATE as _AG
 from .._tensor import Tensor, _wrap_dim
 from ._meta import broadcast_shapes, same_device, check_tensor
+from . import _indexing_composites as _C   # composites over the primitive set
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add", "index_copy",
            "index_fill", "index_put", "index_put_", "take", "take_along_dim", "masked_fill", "masked_select",
@@ -145,7 +146,7 @@ def _index_meta(self, indices):
     return device, (device.type, self._layout.name, self._dtype), shape, self._dtype
 
 
-_index = declare("index(Tensor self, Tensor?[] indices) -> Tensor", _index_meta,
+_index = declare("index(Tensor self, Tensor?[] indices) -> Tensor", _index_meta, composite=_C.index,
                  doc="``self[indices]`` for a list of int32/int64 index tensors or None (a full slice), as "
                      "aten::index. IndexError for an out-of-range index.")
 
@@ -170,7 +171,7 @@ def _index_put_meta(self, indices, values, accumulate=False):
 
 
 _index_put = declare("index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
-                     _index_put_meta, inplace=True,
+                     _index_put_meta, inplace=True, composite=_C.index_put,
                      doc="self with ``self[indices] = values`` (or ``+=`` when accumulate), as aten::index_put.")
 
 
@@ -557,7 +558,7 @@ def _scatter_meta(self, dim, index, src, reduce=None):
 
 
 _scatter = declare("scatter(Tensor self, int dim, Tensor index, Tensor src, *, str? reduce=None) -> Tensor",
-                   _scatter_meta, inplace=True,
+                   _scatter_meta, inplace=True, composite=_C.scatter,
                    doc="self with self[index[i][j]][j] = src[i][j] (dim=0), etc.; src may be a number.")
 
 
@@ -615,7 +616,7 @@ def _scatter_reduce_meta(self, dim, index, src, reduce, include_self=True):
 
 scatter_reduce = declare(
     "scatter_reduce(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor",
-    _scatter_reduce_meta, inplace=True,
+    _scatter_reduce_meta, inplace=True, composite=_C.scatter_reduce,
     doc="A copy of input where each position ``index`` reaches along ``dim`` holds the reduction ('sum', 'prod', "
         "'mean', 'amax' or 'amin') of the src values scattered there, and of input's own value when "
         "``include_self`` (matches torch.scatter_reduce). Integer 'mean' rounds down. Same checks as "
@@ -644,6 +645,7 @@ def _index_select_meta(self, dim, index):
 
 
 index_select = declare("index_select(Tensor self, int dim, Tensor index) -> Tensor", _index_select_meta,
+                       composite=_C.index_select,
                        doc="The entries of input along ``dim`` at the positions in ``index`` (a 0/1-dim int64 or "
                            "int32 tensor), in that order (matches torch.index_select); result shape: input's with "
                            "size(dim) = index.numel(). IndexError for a 2-dim index or an index outside "
@@ -680,7 +682,7 @@ def _index_add_meta(self, dim, index, source, alpha=1):
 
 
 index_add = declare("index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor",
-                    _index_add_meta, inplace=True,
+                    _index_add_meta, inplace=True, composite=_C.index_add,
                     doc="A copy of input with ``alpha * source`` added along ``dim`` at the positions in ``index`` "
                         "(0/1-dim int64 or int32; repeats accumulate); matches torch.index_add. source has "
                         "input's dtype and shape apart from dim, where its size is index.numel(). RuntimeError "
@@ -720,7 +722,7 @@ def _index_copy_meta(self, dim, index, source):
 
 
 index_copy = declare("index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor", _index_copy_meta,
-                     inplace=True,
+                     inplace=True, composite=_C.index_copy,
                      doc="A copy of input whose entries along ``dim`` at the positions in ``index`` (0/1-dim "
                          "int64) are replaced by source's, in order (matches torch.index_copy). IndexError for an "
                          "index outside [0, input.size(dim)) or a count mismatch; RuntimeError for dtype or "
@@ -750,7 +752,7 @@ def _index_fill_meta(self, dim, index, value):
 
 
 _index_fill = declare("index_fill(Tensor self, int dim, Tensor index, Scalar value) -> Tensor", _index_fill_meta,
-                      inplace=True, doc="self with the entries along dim at index set to value.")
+                      inplace=True, composite=_C.index_fill, doc="self with the entries along dim at index set to value.")
 
 
 def index_fill(input, dim, index, value):
@@ -778,7 +780,7 @@ def _take_meta(self, index):
     return (*_key(device, self), index._shape, self._dtype)
 
 
-take = declare("take(Tensor self, Tensor index) -> Tensor", _take_meta,
+take = declare("take(Tensor self, Tensor index) -> Tensor", _take_meta, composite=_C.take,
                doc="input viewed as 1-D, read at the positions in ``index`` (int64; negative count from the end); "
                    "the result has index's shape (matches torch.take). IndexError for an out-of-range index "
                    "('out of range: tried to access index 6 on a tensor of 6 elements.').")
@@ -834,7 +836,7 @@ def _masked_fill_meta(self, mask, value):
 
 
 _masked_fill = declare("masked_fill(Tensor self, Tensor mask, Scalar value) -> Tensor", _masked_fill_meta,
-                       inplace=True, doc="self with value where mask (broadcast).")
+                       inplace=True, composite=_C.masked_fill, doc="self with value where mask (broadcast).")
 
 
 def masked_fill(input, mask, value):
@@ -862,6 +864,7 @@ def _masked_select_meta(self, mask):
 
 
 masked_select = declare("masked_select(Tensor self, Tensor mask) -> Tensor", _masked_select_meta, structured=False,
+                        composite=_C.masked_select,
                         doc="A new 1-D tensor of input's elements where the bool ``mask`` is True, input and mask "
                             "broadcast together, in row-major order (matches torch.masked_select). RuntimeError "
                             "for a non-bool mask or shapes that do not broadcast.")
@@ -882,7 +885,7 @@ def _masked_scatter_meta(self, mask, source):
 
 
 masked_scatter = declare("masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor", _masked_scatter_meta,
-                         inplace=True,
+                         inplace=True, composite=_C.masked_scatter,
                          doc="A copy of input whose elements where the bool ``mask`` (broadcast) is True are "
                              "replaced, in row-major order, by source's first elements (matches "
                              "torch.masked_scatter). RuntimeError for a non-bool mask, a dtype mismatch, or a source "
@@ -904,7 +907,7 @@ def _nonzero_meta(self):
     return _key(self._device, self)
 
 
-_nonzero = declare("nonzero(Tensor self) -> Tensor", _nonzero_meta, structured=False,
+_nonzero = declare("nonzero(Tensor self) -> Tensor", _nonzero_meta, structured=False, composite=_C.nonzero,
                    doc="The int64 [n, ndim] indices of the nonzero elements, row-major.")
 
 

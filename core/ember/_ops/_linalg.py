@@ -280,7 +280,8 @@ dot = declare("dot(Tensor self, Tensor tensor) -> Tensor", _dot_meta, composite=
 
 
 def _vdot_composite(self, other, *, out):
-    dot(_conj(self), other, out=out)
+    from ._linalg_composites import conj
+    dot(conj(self), other, out=out)
 
 
 vdot = declare("vdot(Tensor self, Tensor other) -> Tensor", _dot_meta, composite=_vdot_composite,
@@ -363,14 +364,17 @@ def _addmm_composite(self, mat1, mat2, *, beta=1, alpha=1, out):
 
 
 def _add_scaled(out, input, prod, beta, alpha):
-    """out = beta * input + alpha * prod (beta == 0: input ignored, NaN included), with ember ops."""
+    """out = beta * input + alpha * prod (beta == 0: input ignored, NaN included), with ember ops;
+    beta / alpha are cast to the result dtype first (truncated for integers), as the kernels do."""
     from ._elementwise import mul, add
-    if alpha != 1:
-        prod = mul(prod, alpha)
+    from ._linalg_composites import scalar_for
+    a, b = scalar_for(alpha, out._dtype), scalar_for(beta, out._dtype)
+    if a != 1:
+        prod = mul(prod, a)
     if beta == 0:
         out.copy_(prod)
     else:
-        out.copy_(add(prod, input if beta == 1 else mul(input, beta)))
+        out.copy_(add(prod, input if b == 1 else mul(input, b)))
 
 
 _addmm = declare("addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
@@ -826,3 +830,14 @@ def _bind():
 _bind()
 
 from .. import linalg as _linalg_namespace  # noqa: E402,F401  (declares the norms; makes ember.linalg importable)
+
+
+def _install_composites():
+    """einsum's and the norms' composites (``_linalg_composites``; the norms are declared in ember.linalg)."""
+    from .._dispatch import ops
+    from ._linalg_composites import COMPOSITES
+    for name, fn in COMPOSITES.items():
+        ops[name].composite = fn
+
+
+_install_composites()

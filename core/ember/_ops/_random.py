@@ -8,6 +8,8 @@ with ``ember._random_state.resolve``), so each device implements sampling with i
 generator state. The factories are ``empty`` followed by the in-place sampler, as in
 PyTorch. Checks on arguments live in the meta functions and run on every device;
 checks that read data (probabilities in [0, 1], a positive sum) are the kernels'.
+Every sampler but ``uniform`` has a composite over ``uniform`` (``_random_composites``):
+same shapes, dtypes, ranges and distributions as the kernels, not the same numbers.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from .._random_state import resolve
 from .._tensor import Tensor
 from ._creation import _factory_args, _finish
 from ._meta import broadcast_shapes, check_tensor, same_device
+from . import _random_composites as _RC   # composites over the uniform primitive
 
 __all__ = ["rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "rand_like", "randn_like",
            "randint_like"]
@@ -103,7 +106,7 @@ def _normal_meta(self, mean=0.0, std=1.0, *, generator=None):
 
 
 _normal = declare("normal(Tensor self, float mean=0.0, float std=1.0, *, Generator? generator=None) -> Tensor",
-                  _normal_meta, inplace=True,
+                  _normal_meta, inplace=True, composite=_RC.normal,
                   doc="kernel entry: fill self with N(mean, std**2) (complex: each part with variance std**2 / 2)")
 
 
@@ -138,7 +141,7 @@ def _warn_float_range(what, dt, cname):
 
 
 _random = declare("random(Tensor self, int low, int? high=None, *, Generator? generator=None) -> Tensor",
-                  _random_meta, inplace=True,
+                  _random_meta, inplace=True, composite=_RC.random,
                   doc="kernel entry: fill self with integers uniform in [low, high); high=None means up to "
                       "random_upper(dtype) inclusive")
 
@@ -154,7 +157,7 @@ def _bernoulli_scalar_meta(self, p=0.5, *, generator=None):
 
 _bernoulli_scalar = declare(
     "bernoulli_scalar(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor", _bernoulli_scalar_meta,
-    inplace=True, doc="kernel entry: fill self with 1 with probability p, else 0")
+    inplace=True, composite=_RC.bernoulli_scalar, doc="kernel entry: fill self with 1 with probability p, else 0")
 
 
 def _bernoulli_tensor_meta(self, p, *, generator=None):
@@ -170,7 +173,7 @@ def _bernoulli_tensor_meta(self, p, *, generator=None):
 
 _bernoulli_tensor = declare(
     "bernoulli_tensor(Tensor self, Tensor p, *, Generator? generator=None) -> Tensor", _bernoulli_tensor_meta,
-    inplace=True, doc="kernel entry: fill self[i] with 1 with probability p[i] (p broadcast to self; the kernel "
+    inplace=True, composite=_RC.bernoulli_tensor, doc="kernel entry: fill self[i] with 1 with probability p[i] (p broadcast to self; the kernel "
                       "raises RuntimeError when a p lies outside [0, 1], before writing)")
 
 
@@ -185,7 +188,7 @@ def _exponential_meta(self, lambd=1.0, *, generator=None):
 
 
 _exponential = declare("exponential(Tensor self, float lambd=1.0, *, Generator? generator=None) -> Tensor",
-                       _exponential_meta, inplace=True,
+                       _exponential_meta, inplace=True, composite=_RC.exponential,
                        doc="kernel entry: fill self with samples of Exp(lambd) (density lambd * exp(-lambd x))")
 
 
@@ -412,7 +415,7 @@ def _randperm_meta(n, dtype, device, *, generator=None):
 
 
 _randperm = declare("randperm(int n, ScalarType dtype, Device device, *, Generator? generator=None) -> Tensor",
-                    _randperm_meta, doc="kernel entry for ember.randperm")
+                    _randperm_meta, composite=_RC.randperm, doc="kernel entry for ember.randperm")
 
 
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
@@ -443,17 +446,8 @@ def _normal_tensor_meta(mean, std, *, generator=None):
     return device, (device.type, "strided", dt), shape, dt
 
 
-def _any_true(mask) -> builtins.bool:
-    """Whether any element of the bool tensor ``mask`` is true (ember.any when present)."""
-    import ember
-    f = getattr(ember, "any", None)
-    if f is not None:
-        return builtins.bool(f(mask))
-    return builtins.bool(mask._host().any())  # only a host read of the mask until ember.any exists
-
-
 def _normal_tensor_composite(mean, std, *, generator=None, out):
-    if isinstance(std, Tensor) and std.numel() and _any_true(std.lt(0)):
+    if isinstance(std, Tensor) and std.numel() and _RC.count(std.lt(0)):   # one scalar read
         raise RuntimeError("normal expects all elements of std >= 0.0")
     normal_(out, 0.0, 1.0, generator=generator)
     out.mul_(std)
@@ -521,7 +515,7 @@ def _multinomial_meta(self, num_samples, replacement=False, *, generator=None):
 
 
 _multinomial = declare("multinomial(Tensor self, int num_samples, bool replacement=False, *, "
-                       "Generator? generator=None) -> Tensor", _multinomial_meta,
+                       "Generator? generator=None) -> Tensor", _multinomial_meta, composite=_RC.multinomial,
                        doc="kernel entry for ember.multinomial (the kernel checks the probabilities)")
 
 

@@ -824,3 +824,15 @@ def _bind():
 
 
 _bind()
+
+
+def _install_composites():
+    """Give every non-primitive op here its composite over the primitive set (``sum`` and ``amax``
+    are primitives; the composites live in ``_reduction_composites``)."""
+    from .._dispatch import ops
+    from ._reduction_composites import COMPOSITES
+    for name, fn in COMPOSITES.items():
+        ops[name].composite = fn
+
+
+_install_composites()

@@ -7,7 +7,7 @@ Most ops here are compositions of views and ``copy_``, so they work on every dev
 with a strided copy: ``cat`` allocates its result and copies each input into a
 ``narrow`` slice, ``roll`` copies two slices per dim, ``repeat`` copies an expanded
 view. ``flip``, ``tril`` / ``triu`` and ``repeat_interleave`` with a tensor of repeats
-have kernels per device (and composites where one is cheap).
+have kernels per device, and composites over the primitive set (``_shape_composites``).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from .. import _dtype as D
 from .._dispatch import declare
 from .._tensor import Tensor, Size, _wrap_dim, _size_args
 from ._meta import same_device, broadcast_shapes as _broadcast_shapes, check_tensor
+from . import _shape_composites as _C   # composites over the primitive set
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack", "column_stack",
            "flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat_interleave", "tril", "triu", "diff",
@@ -210,7 +211,7 @@ def _flip_meta(self, dims):
     return self._device, (self._device.type, self._layout.name, self._dtype), self._shape, self._dtype
 
 
-flip = declare("flip(Tensor self, int[] dims) -> Tensor", _flip_meta,
+flip = declare("flip(Tensor self, int[] dims) -> Tensor", _flip_meta, composite=_C.flip,
                doc="A copy of ``input`` with the order of elements reversed along each dim in ``dims`` (a "
                    "sequence; matches torch.flip, which copies — ember has no negative strides either). "
                    "IndexError for a dim out of range; RuntimeError \"dim 0 appears multiple times in the list "
@@ -384,37 +385,9 @@ def _ri_meta(self, repeats, dim=None, output_size=None):
     return device, (device.type, self._layout.name, self._dtype)
 
 
-def _ri_tensor_composite(self, repeats, dim=None, *, output_size=None):
-    x = _reshape(self, (-1,)) if dim is None else self
-    d = 0 if dim is None else _wrap_dim(dim, x.dim())
-    counts = repeats.tolist()
-    counts = [counts] * x._shape[d] if isinstance(counts, int) else counts
-    _check_counts(counts, x._shape[d], d, output_size)
-    from .._factory import empty_on
-    out = empty_on(x._shape[:d] + (builtins.sum(counts),) + x._shape[d + 1:], x._dtype, x._device)
-    off = 0
-    for i, c in enumerate(counts):
-        if c:
-            shape = list(x._shape)
-            shape[d] = c
-            out.narrow(d, off, c).copy_(x.narrow(d, i, 1).expand(shape))
-        off += c
-    return out
-
-
-def _check_counts(counts, size, d, output_size):
-    if len(counts) != size:
-        raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
-                           f"{len(counts)} and input.size({d}) = {size}")
-    if any(c < 0 for c in counts):
-        raise RuntimeError("repeats can not be negative")
-    if output_size is not None and output_size != builtins.sum(counts):
-        raise RuntimeError("allocated size does not match required size")
-
-
 _repeat_interleave_tensor = declare(
     "repeat_interleave_tensor(Tensor self, Tensor repeats, int? dim=None, *, int? output_size=None) -> Tensor",
-    _ri_meta, structured=False, composite=_ri_tensor_composite,
+    _ri_meta, structured=False, composite=_C.repeat_interleave_tensor,
     doc="Elements repeated repeats[i] times along dim (data-dependent shape).")
 
 
@@ -469,21 +442,8 @@ def _make_tri_meta(name):
 
 def _make_tri_composite(lower):
     def composite(self, diagonal=0, *, out):
-        from ._creation import arange
-        from ._elementwise import where, sub, ge, le
-        n, m = self._shape[-2:]
-        rows = arange(n, device=self._device).unsqueeze(1)
-        cols = arange(m, device=self._device)
-        offset = sub(cols, rows)             # j - i
-        mask = le(offset, diagonal) if lower else ge(offset, diagonal)
-        out.copy_(where(mask, self, _zero_like(self)))
+        _C.tri(self, diagonal, lower, out)
     return composite
-
-
-def _zero_like(t):
-    from .._factory import empty_on
-    from ._copy import fill_
-    return fill_(empty_on((), t._dtype, t._device), 0)
 
 
 tril = declare("tril(Tensor self, int diagonal=0) -> Tensor", _make_tri_meta("tril"),

@@ -72,6 +72,30 @@ def ember_register(registry) -> None:
     """
 
 
+# -------------------------------------------------------------------------
+# Conformance suite
+# -------------------------------------------------------------------------
+
+@hookspec
+def ember_opinfos() -> list:
+    """Contribute op-database entries for the ops the plugin defines.
+
+    Called (not firstresult) by ``ember.testing.opdb.op_db()`` when it collects the op
+    database, after every plugin registered; the lists of all plugins are concatenated
+    with the core's entries, so ``ember conformance DEVICE`` and
+    ``pytest --pyargs ember.testing.conformance`` test the plugin's ops on every device.
+
+    :returns: a list of ``ember.testing.OpInfo`` (may be empty); each entry's ``name`` is
+        the op's dispatcher name (``"<namespace>_<name>"`` for an op from
+        ``ember.library.Library.define``) and its ``id`` must not clash with another entry's.
+
+    Restrictions: build the records only (no device work, no tensors at call time:
+    tensors are made later by the entries' ``sample_inputs``). Known gaps of the
+    plugin's own devices go into its xfails file (manifest key ``conformance_xfails``,
+    see ``ember.testing.conformance``), not into skipped entries.
+    """
+
+
 @hookspec
 def ember_opinfo_entries(device_type: str) -> list:
     """Contribute op-database entries (``ember.testing.OpInfo``) for the plugin's ops.

@@ -31,11 +31,14 @@ def _sigmoid(x, out=None):
 def _sign(x, out=None):
     if x.dtype == np.bool_:     # numpy's sign has no bool loop; sign(bool) is the value itself
         return _positive(x, out=out)
-    return np.sign(x, out=out)
+    r = np.asarray(np.sign(x, out=out))
+    if r.dtype.kind == "f":     # PyTorch: sign(nan) is 0
+        np.copyto(r, 0, where=np.isnan(r))
+    return r
 
 
 def _rsqrt(x, out=None):
-    r = np.sqrt(x, out=out)
+    r = np.asarray(np.sqrt(x, out=out))   # 0-dim: a numpy scalar otherwise
     return np.reciprocal(r, out=r)
 
 
@@ -426,7 +429,7 @@ def lerp(self, end, weight, *, out):
         v = _same_dtype_views(o, self, end)
         if v is not None:           # the optimizers' case: tensors of one dtype, a Python float weight
             a, b = v
-            d = np.subtract(b, a)
+            d = np.asarray(np.subtract(b, a))   # 0-dim: a numpy scalar otherwise
             if o.dtype == np.float64:
                 return fma64(weight, d, a, o) if abs(weight) < 0.5 else fma64(weight - 1.0, d, b, o)
             if abs(weight) < 0.5:
@@ -438,7 +441,7 @@ def lerp(self, end, weight, *, out):
             return
     cd = compute_np(out._dtype)
     a, b, w = _arr(self, cd), _arr(end, cd), _arr(weight, cd)
-    d = b - a
+    d = np.asarray(b - a)
     if cd == np.float64:
         # PyTorch's formula, exact at both ends: fma(w, d, a) for |w| < 0.5, else fma(w - 1, d, b)
         if w.ndim == 0:
@@ -447,7 +450,7 @@ def lerp(self, end, weight, *, out):
         small = np.abs(w) < 0.5
         return fma64(np.where(small, w, w - 1), d, np.where(small, a, b), o)
     if w.ndim == 0 and a.dtype == o.dtype and b.dtype == o.dtype:
-        if abs(float(w)) < 0.5:
+        if abs(w.item()) < 0.5:   # complex weights: by magnitude
             np.multiply(d, w, out=d)
             np.add(a, d, out=o)
         else:
@@ -468,7 +471,7 @@ def addcmul(self, tensor1, tensor2, *, value=1, out):
         if v is not None:
             s_, a, b = v
             if a.shape == o.shape and b.shape == o.shape:      # no broadcasting but of self
-                x = np.multiply(a, value)
+                x = np.asarray(np.multiply(a, value))
                 if o.dtype == np.float64:
                     fma64(x, b, s_, o)
                     return
@@ -494,7 +497,7 @@ def addcdiv(self, tensor1, tensor2, *, value=1, out):
         if v is not None:
             s_, a, b = v
             if a.shape == o.shape and b.shape == o.shape:      # no broadcasting but of self
-                x = np.multiply(a, value)
+                x = np.asarray(np.multiply(a, value))
                 with np.errstate(all="ignore"):
                     np.true_divide(x, b, out=x)
                 np.add(s_, x, out=o)

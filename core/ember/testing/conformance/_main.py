@@ -1,0 +1,175 @@
+"""``ember conformance DEVICE``: runs the suite without pytest and prints the op x dtype matrix."""
+from __future__ import annotations
+
+import warnings
+
+import sys
+import traceback
+
+from . import _xfails
+from ._device_checks import DEVICE_CHECKS, run_device_check
+from ._report import Outcome, Results, render_text, write_report
+from ._runner import (ConformanceFailure, NotApplicable, applies, check_errors, check_grad, dispatch_source,
+                      grad_dtype, grad_samples, load_opinfos, make_target, op_dtypes, run_case, Case, samples_of)
+
+__all__ = ["run_conformance", "add_arguments", "main"]
+
+_PER_SAMPLE = ("op", "out", "inplace", "view")
+
+
+def _outcome(test, op, dtype, sample, fn):
+    try:
+        fn()
+    except NotApplicable as e:
+        return Outcome(test, op, dtype, sample, "skipped", str(e))
+    except ConformanceFailure as e:
+        return Outcome(test, op, dtype, sample, "failed", str(e))
+    except Exception as e:  # noqa: BLE001 - a crash in a sampler or check is reported, never fatal
+        tb = "".join(traceback.format_exception(type(e), e, e.__traceback__, limit=-3))
+        return Outcome(test, op, dtype, sample, "failed",
+                       f"{test} failed: op '{op}', dtype {dtype}: {type(e).__name__}: {e}\n{tb}")
+    return Outcome(test, op, dtype, sample, "passed")
+
+
+def run_conformance(device, *, dtypes=None, ops=None, layout="strided", opinfos=None, xfail_files=(),
+                    device_checks=True, progress=None) -> Results:
+    """Run the suite on ``device`` and return the finalized ``Results``.
+
+    :param device: "cpu", "vdev", "vdev:1", ...
+    :param dtypes: dtype names (list or comma-separated) to test; default: all the device declares.
+    :param ops: op ids / fnmatch patterns (list or comma-separated); default: all.
+    :param layout: "strided", or a layout whose samplers the OpInfos have ("sparse_coo").
+    :param opinfos: a list (or callable returning one) used instead of ``ember.testing.opdb.op_db()``.
+    :param xfail_files: extra xfails files (format: ``ember.testing.conformance._xfails``).
+    :param device_checks: also run the device-level checks.
+    :param progress: optional callable(str) told about each op as it starts.
+    """
+    with warnings.catch_warnings():
+        # the samples include NaN, inf, overflow and empty reductions on purpose: numpy's and ember's
+        # warnings about them are expected and would bury the report (results are what is checked)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        return _run_conformance(device, dtypes, ops, layout, opinfos, xfail_files, device_checks, progress)
+
+
+def _run_conformance(device, dtypes, ops, layout, opinfos, xfail_files, device_checks, progress):
+    from ember import profiler
+    target = make_target(device, dtypes, layout)
+    infos = load_opinfos(ops, opinfos, target.device_type)
+    if layout != "strided":
+        infos = [o for o in infos if layout in o.layout_samplers]
+    results = Results(target, infos)
+    xf = _xfails.XfailSet(_xfails.plugin_xfails(target.device_type))
+    for f in xfail_files or ():
+        xf.add(_xfails.load_xfails_file(f))
+    for n, o in enumerate(infos, 1):
+        if progress:
+            progress(f"[{n}/{len(infos)}] {o.id}")
+        xf.add(_xfails.opinfo_xfails(o, target.device_type))
+        for d in op_dtypes(o, target):
+            results.op_dtypes[o.id].append(d)
+            try:
+                samples = samples_of(o, target, d)
+            except Exception as e:  # noqa: BLE001
+                results.add(Outcome("op", o.id, d, "samples", "failed",
+                                    f"op failed: op '{o.id}' on device {target.device}, dtype {d}: building the "
+                                    f"samples raised {type(e).__name__}: {e}"))
+                continue
+            with profiler.record_fallbacks() as rec:
+                for i, s in enumerate(samples):
+                    label = f"{i}" + (f" '{s.name}'" if s.name else "")
+                    for test in _PER_SAMPLE:
+                        if applies(test, o):
+                            case = Case(test, o, d, i, s.name)
+                            results.add(_outcome(test, o.id, d, label, lambda c=case: run_case(c, target)))
+            try:
+                src = dispatch_source(o, target, d)
+            except Exception:  # noqa: BLE001
+                src = "missing"
+            if rec.total:
+                src = "fallback"
+                results.fallbacks[(o.id, d)] = dict(rec.counts)
+            results.sources[(o.id, d)] = src
+        if applies("errors", o):
+            results.add(_outcome("errors", o.id, "-", "", lambda o=o: check_errors(o, target)))
+        if applies("grad", o):
+            gd = grad_dtype(o, target)
+            if gd is not None:
+                try:
+                    picks = grad_samples(o, target, gd)
+                except Exception as e:  # noqa: BLE001
+                    results.add(Outcome("grad", o.id, gd, "samples", "failed",
+                                        f"grad failed: op '{o.id}', dtype {gd}: building the samples raised "
+                                        f"{type(e).__name__}: {e}"))
+                    picks = []
+                for i, s in picks:
+                    label = f"{i}" + (f" '{s.name}'" if s.name else "")
+                    results.add(_outcome("grad", o.id, gd, label,
+                                         lambda o=o, i=i, s=s: check_grad(o, target, gd, i, s)))
+    if device_checks:
+        for name in DEVICE_CHECKS:
+            if progress:
+                progress(f"device_{name}")
+            results.add(_outcome(f"device_{name}", "*", "*", "", lambda n=name: run_device_check(n, target)))
+    return results.finalize(xf)
+
+
+def add_arguments(p) -> None:
+    """The ``ember conformance`` options (shared with ``python -m ember.testing.conformance``)."""
+    p.add_argument("device", help="device to test: cpu, vdev, vdev:1, ...")
+    p.add_argument("--dtype", default=None, help="comma-separated dtype names to test (default: every dtype the "
+                                                 "device declares)")
+    p.add_argument("--op", default=None, help="comma-separated op ids or patterns (add,sum*,nn.*)")
+    p.add_argument("--layout", default="strided", help="layout to test (e.g. sparse_coo; default strided)")
+    p.add_argument("--report", default=None, help="write a report: report.md (Markdown) or report.json")
+    p.add_argument("--xfails", action="append", default=[], help="an extra xfails file (repeatable)")
+    p.add_argument("--opinfos", default=None, help="MODULE:ATTR, a list (or function returning one) of OpInfo "
+                                                   "to test instead of the op database")
+    p.add_argument("--no-device-checks", action="store_true", help="skip the device-level checks")
+    p.add_argument("--write-coverage", nargs="?", const="docs/coverage", default=None, metavar="DIR",
+                   help="write the matrix to DIR/<device type>.md (default DIR: docs/coverage)")
+    p.add_argument("--list-checks", action="store_true", help="list the test and device-check names and exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the totals and the failures")
+    p.add_argument("-v", "--verbose", action="store_true", help="print each op as it starts (to stderr)")
+
+
+def _resolve(spec):
+    import importlib
+    mod, _, attr = spec.partition(":")
+    obj = importlib.import_module(mod)
+    for part in (attr or "op_db").split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def main(args, out=None) -> int:
+    """Run ``ember conformance`` with parsed ``args``; the exit status (0 passed, 1 failures or
+    unexpected passes, 2 usage errors)."""
+    out = sys.stdout if out is None else out
+    if args.list_checks:
+        from ._runner import TESTS
+        print("tests: " + ", ".join(TESTS), file=out)
+        print("device checks: " + ", ".join(f"device_{n}" for n in DEVICE_CHECKS), file=out)
+        return 0
+    try:
+        opinfos = _resolve(args.opinfos) if args.opinfos else None
+        progress = (lambda m: print(m, file=sys.stderr, flush=True)) if args.verbose else None
+        results = run_conformance(args.device, dtypes=args.dtype, ops=args.op, layout=args.layout,
+                                  opinfos=opinfos, xfail_files=args.xfails,
+                                  device_checks=not args.no_device_checks, progress=progress)
+    except (RuntimeError, ValueError, ImportError, AttributeError, FileNotFoundError) as e:
+        print(f"ember conformance: error: {e}", file=sys.stderr)
+        return 2
+    text = render_text(results)
+    if args.quiet:
+        text = text[text.index("op x dtype cells:"):] if "op x dtype cells:" in text else text
+    print(text, end="", file=out)
+    if args.report:
+        write_report(results, args.report)
+        print(f"report written to {args.report}", file=out)
+    if args.write_coverage:
+        import os
+        path = os.path.join(args.write_coverage, f"{results.target.device_type}.md")
+        write_report(results, path, coverage=True)
+        print(f"coverage table written to {path}", file=out)
+    return results.exit_code

@@ -1,0 +1,610 @@
+"""The conformance checks themselves, independent of pytest.
+
+The pytest plugin (``ember.testing.conformance.plugin``) and ``ember conformance`` both run
+these functions, so the two ways of running the suite check exactly the same things.
+
+Tests per (OpInfo, dtype, sample) on the device under test:
+
+- ``op``:      the result matches the reference: on cpu the numpy ``ref`` (or the OpInfo's
+               ``check``); on another device the same sample run on cpu (inputs moved with
+               ``.to``) and ``ref`` too. Output device, dtype and shape as on cpu.
+- ``out``:     (``supports_out``) ``op(..., out=t)`` writes the same values into ``t`` and returns it.
+- ``inplace``: (``inplace``) the in-place variant gives the functional result, in the input.
+- ``view``:    (``is_view``) the result shares the input's storage, and writes go through.
+Per op: ``errors`` (every ErrorInput raises the declared class with a matching message) and
+``grad`` (gradcheck on a few samples; float64 where the device has it, else float32 with loose
+tolerances).
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import fnmatch
+import re
+import traceback
+import warnings
+
+import numpy as np
+
+__all__ = ["TESTS", "Target", "Case", "ConformanceFailure", "NotApplicable", "make_target", "device_dtypes",
+           "load_opinfos", "compare", "run_case", "cases_for", "dispatch_source", "GRAD_SAMPLES"]
+
+#: the per-op tests, in the order they run (names used in reports and xfails files)
+TESTS = ("op", "out", "inplace", "view", "errors", "grad")
+#: how many samples of an op get a gradcheck
+GRAD_SAMPLES = 3
+#: mismatching elements printed in a failure
+SHOW_MISMATCHES = 5
+
+
+class ConformanceFailure(AssertionError):
+    """A check failed; the message is written for a vendor who has not read the suite."""
+
+
+class NotApplicable(Exception):
+    """The check does not apply to this sample (e.g. in-place on a broadcasting sample)."""
+
+
+# ---------------------------------------------------------------- the device under test
+@dataclasses.dataclass
+class Target:
+    """The device under test and what is tested on it."""
+    device: object            # ember.device, with its index
+    layout: str = "strided"
+    dtypes: list = dataclasses.field(default_factory=list)   # dtype names tested
+    second: object = None     # another device of the same type (device_count() > 1), else None
+
+    @property
+    def device_type(self) -> str:
+        return self.device.type
+
+
+def device_dtypes(device_type: str) -> list:
+    """The dtype names a device type declares: its runtime's ``dtypes`` attribute, else the
+    ``provides.dtypes`` of its plugin's manifest, else every dense dtype."""
+    import ember
+    from ember import _registry, plugins
+    dt = _registry.device_type(device_type)
+    names = getattr(dt.runtime, "dtypes", None)
+    if not names:
+        info = next((p for p in plugins.list() if p.name == dt.plugin), None)
+        names = (info.provides or {}).get("dtypes") if info is not None else None
+    if not names:
+        names = [d.name for d in ember.library.ALL_DENSE]
+    order = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+             "complex64", "complex128"]
+    names = [getattr(n, "name", n) for n in names]
+    return sorted(set(names), key=lambda n: (order.index(n) if n in order else len(order), n))
+
+
+def make_target(device, dtypes=None, layout: str = "strided") -> Target:
+    """A Target for ``device`` ("cpu", "vdev", "vdev:1"); ``dtypes`` restricts the dtypes tested.
+
+    :raises RuntimeError: when the device type is not installed or has no device."""
+    import ember
+    from ember import _registry
+    dev = _registry.canonical_device(device)
+    dt = _registry.device_type(dev.type)
+    if not dt.runtime.is_available():
+        raise RuntimeError(f"device type '{dev.type}' (plugin '{dt.plugin}') is installed but has no available device")
+    if dev.type == "cpu" and dev.index is None:
+        dev = ember.device("cpu")
+    avail = device_dtypes(dev.type)
+    if dtypes:
+        want = [d.strip() for d in (dtypes.split(",") if isinstance(dtypes, str) else dtypes) if d.strip()]
+        unknown = [d for d in want if d not in avail]
+        if unknown:
+            raise ValueError(f"dtype(s) {', '.join(unknown)} not declared by device type '{dev.type}' "
+                             f"(it declares: {', '.join(avail)})")
+        avail = [d for d in avail if d in want]
+    second = None
+    if dt.runtime.indexed:
+        n = dt.runtime.device_count()
+        if n > 1:
+            second = ember.device(dev.type, ((dev.index or 0) + 1) % n)
+    return Target(dev, layout, avail, second)
+
+
+def load_opinfos(ops=None, opinfos=None, device_type=None) -> list:
+    """The op database (``ember.testing.opdb.op_db()``, or ``opinfos``), filtered by ``ops``:
+    comma-separated ids / names / fnmatch patterns (``"add,sum*"``)."""
+    if opinfos is None:
+        try:
+            from ember.testing.opdb import op_db
+        except ImportError as e:
+            raise RuntimeError(f"the op database ember.testing.opdb is not available ({e})") from None
+        opinfos = op_db(device_type)
+    elif callable(opinfos):
+        opinfos = opinfos()
+    opinfos = list(opinfos)
+    if ops:
+        pats = [p.strip() for p in (ops.split(",") if isinstance(ops, str) else ops) if p.strip()]
+        opinfos = [o for o in opinfos if any(fnmatch.fnmatchcase(o.id, p) or fnmatch.fnmatchcase(o.name, p)
+                                             for p in pats)]
+    return opinfos
+
+
+def _dtype(name):
+    import ember
+    return getattr(ember, name)
+
+
+def op_dtypes(opinfo, target) -> list:
+    """The dtype names ``opinfo`` is tested with on ``target``."""
+    return opinfo.supported_dtypes(target.device_type, target.dtypes)
+
+
+def dispatch_source(opinfo, target, dtype_name) -> str:
+    """How the op's dispatch key resolves on the device: native / composite / fallback / missing
+    ('composite' too for an entry that is a Python function over ops, not a dispatcher op)."""
+    from ember import _dispatch
+    op = _dispatch.ops.get(opinfo.name)
+    if op is None:
+        return "composite"
+    return op.source((target.device_type, target.layout, _dtype(dtype_name)))
+
+
+# ---------------------------------------------------------------- samples
+_SAMPLE_CACHE: "collections.OrderedDict" = collections.OrderedDict()
+
+
+def samples_of(opinfo, target, dtype_name, requires_grad=False) -> list:
+    """The op's samples on the device (a small LRU: pytest asks for one sample at a time)."""
+    key = (id(opinfo), str(target.device), target.layout, dtype_name, requires_grad)
+    hit = _SAMPLE_CACHE.get(key)
+    if hit is not None:
+        _SAMPLE_CACHE.move_to_end(key)
+        return hit
+    dt = _dtype(dtype_name)
+    if target.layout == "strided":
+        got = opinfo.samples(target.device, dt, requires_grad)
+    else:
+        sampler = opinfo.layout_samplers.get(target.layout)
+        got = [] if sampler is None else list(sampler(opinfo, target.device, dt, requires_grad))
+    _SAMPLE_CACHE[key] = got
+    while len(_SAMPLE_CACHE) > 4:
+        _SAMPLE_CACHE.popitem(last=False)
+    return got
+
+
+def grad_dtype(opinfo, target):
+    """float64 where the device and the op have it, else float32; None when neither."""
+    have = op_dtypes(opinfo, target)
+    for d in ("float64", "float32"):
+        if d in have:
+            return d
+    return None
+
+
+def grad_samples(opinfo, target, dtype_name) -> list:
+    """(index, sample) of the samples gradcheck runs on: the first GRAD_SAMPLES with a non-empty
+    tensor that requires grad."""
+    out = []
+    for i, s in enumerate(samples_of(opinfo, target, dtype_name, requires_grad=True)):
+        if any(t.numel() > 0 for t in _grad_leaves(s)):
+            out.append((i, s))
+        if len(out) == GRAD_SAMPLES:
+            break
+    return out
+
+
+# ---------------------------------------------------------------- cases
+@dataclasses.dataclass
+class Case:
+    """One check: test name, op (None for a device check), dtype name, sample index."""
+    test: str
+    opinfo: object
+    dtype: str
+    index: int = -1
+    sample_name: str = ""
+
+    @property
+    def op_id(self) -> str:
+        return self.opinfo.id if self.opinfo is not None else "*"
+
+    @property
+    def id(self) -> str:
+        parts = [self.op_id, self.dtype]
+        if self.index >= 0:
+            parts.append(str(self.index) + (f"_{self.sample_name}" if self.sample_name else ""))
+        return "-".join(re.sub(r"[^\w.]+", "_", p) for p in parts)
+
+
+def applies(test, opinfo) -> bool:
+    return {"op": True, "out": opinfo.supports_out, "inplace": opinfo.inplace is not None,
+            "view": opinfo.is_view, "errors": opinfo.error_inputs is not None,
+            "grad": opinfo.supports_autograd}[test]
+
+
+def cases_for(test, target, opinfos) -> list:
+    """Every Case of ``test`` on ``target`` (generates the samples to count them)."""
+    out = []
+    for o in opinfos:
+        if not applies(test, o):
+            continue
+        if target.layout != "strided" and target.layout not in o.layout_samplers:
+            continue
+        if test == "errors":
+            out.append(Case("errors", o, "-"))
+        elif test == "grad":
+            d = grad_dtype(o, target)
+            if d is not None:
+                out.extend(Case("grad", o, d, i, s.name) for i, s in grad_samples(o, target, d))
+        else:
+            for d in op_dtypes(o, target):
+                out.extend(Case(test, o, d, i, s.name) for i, s in enumerate(samples_of(o, target, d)))
+    return out
+
+
+def run_case(case, target):
+    """Run one case: returns None when it passed; raises ConformanceFailure or NotApplicable."""
+    if case.test == "errors":
+        return check_errors(case.opinfo, target)
+    if case.test == "grad":
+        sample = samples_of(case.opinfo, target, case.dtype, requires_grad=True)[case.index]
+        return check_grad(case.opinfo, target, case.dtype, case.index, sample)
+    sample = samples_of(case.opinfo, target, case.dtype)[case.index]
+    fn = {"op": check_op, "out": check_out, "inplace": check_inplace, "view": check_view}[case.test]
+    return fn(case.opinfo, target, case.dtype, case.index, sample)
+
+
+# ---------------------------------------------------------------- comparison
+def _np(x):
+    import ember
+    if isinstance(x, ember.Tensor):
+        return np.array(x.detach().cpu().numpy())
+    return x
+
+
+def _is_tensor(x):
+    import ember
+    return isinstance(x, ember.Tensor)
+
+
+def _fmt_index(idx):
+    return "()" if not idx else "(" + ", ".join(str(int(i)) for i in idx) + (",)" if len(idx) == 1 else ")")
+
+
+def _scalar(x):
+    return x.item() if hasattr(x, "item") else x
+
+
+def _value_mismatches(got, exp, rtol, atol, exact):
+    """A message for the elements of arrays ``got`` and ``exp`` (same shape) that differ, or None."""
+    g, e = np.asarray(got), np.asarray(exp)
+    kinds = {g.dtype.kind, e.dtype.kind}
+    if "c" in kinds:
+        g, e = g.astype(np.complex128), e.astype(np.complex128)
+        if exact:
+            ok = (g == e) | ((np.isnan(g.real) | np.isnan(g.imag)) & (np.isnan(e.real) | np.isnan(e.imag)))
+        else:
+            ok = (np.isclose(g.real, e.real, rtol, atol, equal_nan=True)
+                  & np.isclose(g.imag, e.imag, rtol, atol, equal_nan=True))
+    elif kinds & {"f"} or g.dtype.name == "bfloat16" or e.dtype.name == "bfloat16":
+        g, e = g.astype(np.float64), e.astype(np.float64)
+        ok = ((g == e) | (np.isnan(g) & np.isnan(e))) if exact else np.isclose(g, e, rtol, atol, equal_nan=True)
+    else:   # integers, bool: exact
+        ok = g == e
+    ok = np.asarray(ok)
+    if ok.all():
+        return None
+    bad = np.argwhere(~ok) if ok.ndim else np.zeros((1, 0), int)
+    n_bad, n = int((~ok).sum()), max(int(ok.size), 1)
+    tol = "exact comparison" if exact or kinds <= {"b", "i", "u"} else f"rtol={rtol:g}, atol={atol:g}"
+    lines = [f"{n_bad} of {n} elements differ ({tol}); first mismatches:"]
+    for idx in bad[:SHOW_MISMATCHES]:
+        t = tuple(idx)
+        lines.append(f"    index {_fmt_index(t)}: got {_scalar(g[t])!r}, expected {_scalar(e[t])!r}")
+    return "\n".join(lines)
+
+
+def _exact_for(opinfo, dtype_name, result_dtype_name) -> tuple:
+    """(exact, rtol, atol) for results of ``result_dtype_name`` from inputs of ``dtype_name``."""
+    import ember
+    rd = getattr(ember, result_dtype_name, None)
+    if opinfo.exact or rd is None or not (rd.is_floating_point or rd.is_complex):
+        return True, 0.0, 0.0
+    r1, a1 = opinfo.tolerance(dtype_name)
+    r2, a2 = opinfo.tolerance(result_dtype_name)
+    return False, max(r1, r2), max(a1, a2)
+
+
+def compare(got, expected, opinfo, dtype_name, *, path="result", device=None, against="reference") -> list:
+    """Differences between ``got`` (the op's result) and ``expected`` (numpy arrays from ``ref``,
+    or tensors from the cpu run), as a list of readable messages (empty when they agree)."""
+    problems = []
+    if isinstance(expected, (tuple, list)) and not _is_tensor(expected):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return [f"{path}: expected a sequence of {len(expected)} values, got {_brief(got)}"]
+        for i, (g, e) in enumerate(zip(got, expected)):
+            problems += compare(g, e, opinfo, dtype_name, path=f"{path}[{i}]", device=device, against=against)
+        return problems
+    if _is_tensor(expected) or isinstance(expected, np.ndarray) or isinstance(expected, np.generic):
+        if not _is_tensor(got):
+            return [f"{path}: expected a Tensor, got {_brief(got)}"]
+        if device is not None and got.device != device:
+            problems.append(f"{path}: on device {got.device}, expected {device}")
+        if _is_tensor(expected):
+            if got.dtype != expected.dtype:
+                problems.append(f"{path}: dtype {got.dtype.name}, expected {expected.dtype.name} (as on cpu)")
+            eshape = tuple(expected.shape)
+        else:
+            eshape = tuple(np.shape(expected))
+        if tuple(got.shape) != eshape:
+            return problems + [f"{path}: shape {tuple(got.shape)}, expected {eshape}"]
+        exact, rtol, atol = _exact_for(opinfo, dtype_name, got.dtype.name)
+        exp = _np(expected)
+        if exact and not _is_tensor(expected) and got.dtype.name in ("bfloat16", "float16") and exp.dtype.kind == "f":
+            exp = exp.astype(got.dtype.numpy_dtype)     # an exact op: the reference rounded to the result's dtype
+        msg = _value_mismatches(_np(got), exp, rtol, atol, exact)
+        if msg:
+            problems.append(f"{path} differs from the {against}: {msg}")
+        return problems
+    # Python scalars / None / other values: equality (floats within tolerance)
+    g = got.item() if _is_tensor(got) and got.numel() == 1 and not isinstance(expected, (np.ndarray,)) else got
+    if isinstance(expected, float) and isinstance(g, (int, float)):
+        exact, rtol, atol = _exact_for(opinfo, dtype_name, "float64")
+        if not (g == expected or (np.isnan(g) and np.isnan(expected)) or abs(g - expected) <= atol + rtol * abs(expected)):
+            problems.append(f"{path}: got {g!r}, expected {expected!r} (the {against})")
+    elif g != expected:
+        problems.append(f"{path}: got {_brief(g)}, expected {_brief(expected)} (the {against})")
+    return problems
+
+
+def _brief(x):
+    from .. import describe
+    return describe(x) if _is_tensor(x) else (repr(x) if len(repr(x)) < 80 else type(x).__name__)
+
+
+# ---------------------------------------------------------------- running an op
+def _call(opinfo, sample, fn=None, **extra):
+    fn = fn or opinfo.op
+    return fn(sample.input, *sample.args, **dict(sample.kwargs, **extra))
+
+
+def _processed(sample, result):
+    return sample.output_process(result) if sample.output_process is not None else result
+
+
+def _header(test, opinfo, target, dtype_name, index, sample):
+    where = f"sample {index}" + (f" '{sample.name}'" if sample is not None and sample.name else "")
+    head = f"{test} failed: op '{opinfo.id}' on device {target.device}, dtype {dtype_name}"
+    if sample is None:
+        return head
+    return f"{head}, {where}\n  sample: {sample!r}"
+
+
+def _fail(test, opinfo, target, dtype_name, index, sample, problems):
+    body = "\n".join("  " + p.replace("\n", "\n  ") for p in problems)
+    raise ConformanceFailure(f"{_header(test, opinfo, target, dtype_name, index, sample)}\n{body}")
+
+
+def _guard(test, opinfo, target, dtype_name, index, sample, what, fn):
+    """Run ``fn``; an exception becomes a ConformanceFailure that says what raised."""
+    try:
+        return fn()
+    except (ConformanceFailure, NotApplicable):
+        raise
+    except Exception as e:  # noqa: BLE001 - any error of the device's kernels is a finding
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+        _fail(test, opinfo, target, dtype_name, index, sample,
+              [f"{what} raised {type(e).__name__}: {e}{where}"])
+
+
+def _to_cpu(sample):
+    import ember
+    cpu = ember.device("cpu")
+    return sample.transform(lambda t: t.detach().to(cpu))
+
+
+def _np_for_ref(t):
+    """The numpy input of a reference: bfloat16 as float32 (numpy's ufuncs do not know bfloat16;
+    the result is compared within bfloat16's tolerance)."""
+    a = _np(t)
+    return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
+
+
+def _ref_result(opinfo, sample):
+    npsample = sample.transform(_np_for_ref)
+    res = opinfo.ref(npsample.input, *npsample.args, **npsample.kwargs)
+    if sample.output_process is not None:
+        try:
+            res = sample.output_process(res)
+        except (AttributeError, TypeError, IndexError):
+            pass
+    return res
+
+
+def _run_check(opinfo, sample, result, cpu_result):
+    """The OpInfo's ``check``; AssertionError when it fails (or raises anything)."""
+    try:
+        ok = opinfo.check(sample, result, cpu_result)
+    except AssertionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the check calls ops too: their errors are findings
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+        raise AssertionError(f"raised {type(e).__name__}: {e}{where}") from None
+    if ok is False:
+        raise AssertionError("check() returned False")
+
+
+def check_op(opinfo, target, dtype_name, index, sample):
+    """``op``: values, device, dtype and shape against the reference (see the module docstring)."""
+    args = ("op", opinfo, target, dtype_name, index, sample)
+    result = _guard(*args, "the op", lambda: _processed(sample, _call(opinfo, sample)))
+    problems = []
+    on_cpu = target.device_type == "cpu"
+    cpu_result = result
+    if not on_cpu:
+        cpu_sample = _to_cpu(sample)
+        cpu_result = _guard(*args, "the same sample on cpu", lambda: _processed(cpu_sample, _call(opinfo, cpu_sample)))
+    if opinfo.check is not None:
+        try:
+            _run_check(opinfo, sample, result, cpu_result)
+        except AssertionError as e:
+            problems.append(f"the op's check() failed: {e}")
+        for t in _tensors(result):
+            if t.device != target.device:
+                problems.append(f"a result is on device {t.device}, expected {target.device}")
+    else:
+        if not on_cpu:
+            problems += compare(result, cpu_result, opinfo, dtype_name, device=target.device, against="cpu result")
+        if opinfo.ref is not None:
+            expected = _guard(*args, "the numpy reference", lambda: _ref_result(opinfo, sample))
+            problems += compare(result, expected, opinfo, dtype_name, device=target.device, against="numpy reference")
+    if problems:
+        _fail(*args, problems)
+
+
+def _empty_like_result(r, device):
+    import ember
+    if _is_tensor(r):
+        return ember.empty(tuple(r.shape), dtype=r.dtype, device=device)
+    if isinstance(r, tuple) and r and all(_is_tensor(x) for x in r):
+        return tuple(ember.empty(tuple(x.shape), dtype=x.dtype, device=device) for x in r)
+    raise NotApplicable("the op's result is not a tensor or a tuple of tensors")
+
+
+def check_out(opinfo, target, dtype_name, index, sample):
+    """``out``: ``op(..., out=t)`` returns ``t`` holding the functional result."""
+    args = ("out", opinfo, target, dtype_name, index, sample)
+    expected = _guard(*args, "the op", lambda: _call(opinfo, sample))
+    out = _empty_like_result(expected, target.device)
+    res = _guard(*args, "the op with out=", lambda: _call(opinfo, sample, out=out))
+    problems = []
+    if _is_tensor(out) and res is not out:
+        problems.append(f"op(..., out=t) returned {_brief(res)}, not t itself")
+    if opinfo.check is not None:
+        try:
+            _run_check(opinfo, sample, _processed(sample, out), expected)
+        except AssertionError as e:
+            problems.append(f"the op's check() failed on the out= result: {e}")
+    else:
+        problems += compare(_processed(sample, out), _processed(sample, expected), opinfo, dtype_name,
+                            path="out", device=target.device, against="functional result")
+    if problems:
+        _fail(*args, problems)
+
+
+def check_inplace(opinfo, target, dtype_name, index, sample):
+    """``inplace``: the in-place variant writes the functional result into its input and returns it."""
+    args = ("inplace", opinfo, target, dtype_name, index, sample)
+    if not _is_tensor(sample.input):
+        raise NotApplicable("the sample's input is not a tensor")
+    expected = _guard(*args, "the op", lambda: _call(opinfo, sample))
+    if not _is_tensor(expected) or tuple(expected.shape) != tuple(sample.input.shape) \
+            or expected.dtype != sample.input.dtype:
+        raise NotApplicable("the result's shape or dtype differs from the input's (in-place does not apply)")
+    self_ = sample.input.detach().clone()
+    s2 = dataclasses.replace(sample, input=self_)
+    res = _guard(*args, "the in-place variant", lambda: _call(opinfo, s2, fn=opinfo.inplace))
+    problems = []
+    if res is not self_:
+        problems.append(f"the in-place variant returned {_brief(res)}, not its input")
+    if opinfo.check is not None:
+        try:
+            _run_check(opinfo, sample, _processed(sample, self_), expected)
+        except AssertionError as e:
+            problems.append(f"the op's check() failed on the in-place result: {e}")
+    else:
+        problems += compare(_processed(sample, self_), _processed(sample, expected), opinfo, dtype_name,
+                            path="input after the in-place op", device=target.device, against="functional result")
+    if problems:
+        _fail(*args, problems)
+
+
+def _tensors(x):
+    if _is_tensor(x):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [t for v in x for t in _tensors(v)]
+    return []
+
+
+def check_view(opinfo, target, dtype_name, index, sample):
+    """``view``: the result shares the input's storage and a write through it shows in the input."""
+    import ember
+    args = ("view", opinfo, target, dtype_name, index, sample)
+    if not _is_tensor(sample.input):
+        raise NotApplicable("the sample's input is not a tensor")
+    base = sample.input.detach().clone()
+    s2 = dataclasses.replace(sample, input=base)
+    result = _guard(*args, "the op", lambda: _call(opinfo, s2))
+    outs = _tensors(result)
+    problems = []
+    ptr = base.untyped_storage().data_ptr()
+    for i, t in enumerate(outs):
+        if t.numel() and t.untyped_storage().data_ptr() != ptr:
+            problems.append(f"result {i} ({_brief(t)}) does not share storage with the input (is_view=True)")
+    if not problems:
+        for i, t in enumerate(outs):
+            if not t.numel():
+                continue
+            value = True if t.dtype == ember.bool else 7
+            try:
+                t.fill_(value)
+            except RuntimeError:
+                continue   # e.g. an expanded view that cannot be written; the storage check stands
+            again = _tensors(_guard(*args, "the op (after writing through the view)", lambda: _call(opinfo, s2)))[i]
+            if not (_np(again) == value).all():       # on the host: the check's own ops must not count
+                problems.append(f"a write through result {i} is not seen in the input")
+            break
+    if problems:
+        _fail(*args, problems)
+
+
+def check_errors(opinfo, target):
+    """``errors``: each ErrorInput raises its class with a message matching its regex, on the device."""
+    problems, n = [], 0
+    for n, ei in enumerate(opinfo.errors(target.device), 1):
+        s = ei.sample
+        try:
+            _call(opinfo, s)
+        except ei.error_type as e:
+            if not re.search(ei.error_regex, str(e)):
+                problems.append(f"error input {n} {s!r}: raised {type(e).__name__} as expected, but its message\n"
+                                f"      {str(e)!r}\n    does not match {ei.error_regex!r}")
+        except Exception as e:  # noqa: BLE001
+            problems.append(f"error input {n} {s!r}: raised {type(e).__name__}: {e}\n"
+                            f"    expected {ei.error_type.__name__} matching {ei.error_regex!r}")
+        else:
+            problems.append(f"error input {n} {s!r}: did not raise (expected {ei.error_type.__name__} matching "
+                            f"{ei.error_regex!r})")
+    if not n:
+        raise NotApplicable("the op has no error inputs")
+    if problems:
+        _fail("errors", opinfo, target, "-", 0, None, problems)
+
+
+def _grad_leaves(sample):
+    return [t for t in _tensors([sample.input, list(sample.args), list(sample.kwargs.values())])
+            if t.requires_grad]
+
+
+def check_grad(opinfo, target, dtype_name, index, sample):
+    """``grad``: gradcheck on the device (float64, or float32 with eps=1e-3, atol=rtol=1e-2)."""
+    from ember.autograd import gradcheck
+    args = ("grad", opinfo, target, dtype_name, index, sample)
+    leaves = _grad_leaves(sample)
+    if not leaves:
+        raise NotApplicable("no input of the sample requires grad")
+    ids = {id(t): i for i, t in enumerate(leaves)}
+
+    def rebuild(ts):
+        return sample.transform(lambda t: ts[ids[id(t)]] if id(t) in ids else t)
+
+    def func(*ts):
+        s = rebuild(ts)
+        r = _processed(s, _call(opinfo, s))
+        outs = [t for t in _tensors(r) if t.dtype.is_floating_point or t.dtype.is_complex]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    probe = _guard(*args, "the op", lambda: func(*leaves))
+    if not _tensors(probe):
+        raise NotApplicable("the op has no floating-point output")
+    kw = dict(eps=1e-6, atol=1e-5, rtol=1e-3) if dtype_name == "float64" else dict(eps=1e-3, atol=1e-2, rtol=1e-2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _guard(*args, "gradcheck", lambda: gradcheck(func, tuple(leaves), **kw))

@@ -1,0 +1,259 @@
+"""The primitive kernels of vdev: plain numpy over views of the arena.
+
+A vendor implements exactly these ops (THE PRIMITIVE SET, docs/vendor-guide.md); every
+other op of ember reaches the device as a composite over them. The contract of a kernel:
+
+- the core's meta function has already checked the arguments and computed the output's
+  shape and dtype; structured kernels get ``out=`` allocated and write into it;
+- operands may be vdev tensors (any strides, broadcastable to ``out``), 0-dim cpu
+  tensors, or Python scalars (``x + 2``);
+- the *computation* dtype is PyTorch's common dtype of the operands (``ember.result_type``),
+  not out's: ``eq`` computes in the inputs' dtype and stores bool; float16 / bfloat16
+  compute in float32 and round to their own dtype before storing, as PyTorch's cpu does.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.special as sp
+
+import ember
+from ember.library import ALL_DENSE, FLOATING, COMPLEX
+
+from .runtime import view
+
+LOWP = (ember.float16, ember.bfloat16)
+NO_BOOL = frozenset(ALL_DENSE) - {ember.bool}
+
+
+# ---------------------------------------------------------------- operands
+def compute_np(d):
+    """numpy dtype to compute ember dtype ``d`` in (float16 / bfloat16 -> float32)."""
+    return np.dtype(np.float32) if d in LOWP else d.numpy_dtype
+
+
+def operand(x, cd=None):
+    """A numpy array (arena view) for a vdev tensor, a 0-dim array for a cpu scalar tensor or a number."""
+    if isinstance(x, ember.Tensor):
+        a = view(x) if x.device.type == "vdev" else np.asarray(x.item())    # 0-dim cpu tensors ride along
+    else:
+        a = np.asarray(x)
+    return a if cd is None else a.astype(cd, copy=False)
+
+
+def store(out, r, ed=None):
+    """Write result ``r`` into ``out`` with a C-style cast; round to ``ed`` first (low precision)."""
+    if ed is not None and ed in LOWP and out.dtype is not ember.bool:
+        r = np.asarray(r).astype(ed.numpy_dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        np.copyto(view(out), r, casting="unsafe")
+
+
+def is_int(cd):
+    return cd.kind in "iub"
+
+
+# ---------------------------------------------------------------- runtime primitives: copy_ and fill_
+def copy_(self, src, non_blocking=False):
+    # within one vdev device; the core routes copies between devices (vdev:0 -> vdev:1, cpu <-> vdev)
+    # through to_numpy / from_numpy. numpy handles overlapping self and src.
+    store(self, view(src))
+    return self
+
+
+def fill_(self, value):
+    d = self.dtype.numpy_dtype
+    if d.kind in "iub" and isinstance(value, float):
+        value = int(value)                       # C conversion: 2.7 -> 2
+    store(self, np.asarray(value).astype(d) if d.kind in "iu" else value)   # -1 -> 255 for uint8
+    return self
+
+
+# ---------------------------------------------------------------- elementwise
+def _int_pow(a, b):
+    """Integer ** integer; a negative exponent gives 1 ** n = 1, (-1) ** n = +-1, else 0 (PyTorch)."""
+    a, b = np.broadcast_arrays(a, b)
+    r = np.power(a, np.abs(b))
+    odd = np.where(b % 2 == 0, 1, -1).astype(r.dtype)
+    return np.where(b >= 0, r, np.where(a == 1, 1, np.where(a == -1, odd, 0)).astype(r.dtype))
+
+
+def _pow(a, b):
+    if a.dtype == np.bool_:                      # numpy has no bool power loop
+        return np.power(a.astype(np.uint8), b.astype(np.uint8)).astype(np.bool_)
+    return _int_pow(a, b) if a.dtype.kind in "iu" else np.power(a, b)
+
+
+def _div_trunc(a, b):
+    if a.dtype.kind in "iub":                    # C division rounds toward zero; numpy's // rounds down
+        q = np.floor_divide(a, b)
+        return q + ((q < 0) & (q * b != a))
+    return np.trunc(np.true_divide(a, b))
+
+
+BINARY = {   # name -> numpy function on arrays already in the computation dtype
+    "add": np.add, "mul": np.multiply, "true_divide": np.true_divide, "div_trunc": _div_trunc,
+    "fmod": np.fmod, "pow": _pow, "atan2": np.arctan2, "eq": np.equal, "lt": np.less,
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "bitwise_left_shift": np.left_shift, "bitwise_right_shift": np.right_shift,
+}
+TO_FLOAT = {"true_divide", "atan2"}              # integer operands compute in the default float dtype
+INT_DIV = {"div_trunc", "fmod"}                  # integer division by zero raises
+
+
+def make_binary(name):
+    f = BINARY[name]
+
+    def kernel(self, other, *, alpha=1, out):
+        ed = ember.result_type(self, other)      # PyTorch's common dtype (not out's: eq / lt store bool)
+        if name in TO_FLOAT and not (ed.is_floating_point or ed.is_complex):
+            ed = ember.get_default_dtype()
+        cd = compute_np(ed)
+        a, b = operand(self, cd), operand(other, cd)
+        if name in INT_DIV and is_int(cd) and np.any(b == 0):
+            raise RuntimeError("ZeroDivisionError")
+        if alpha != 1:                           # add(self, other, alpha=a) = self + a * other
+            b = b * np.asarray(alpha).astype(cd)
+        with np.errstate(all="ignore"):          # PyTorch never warns about inf / nan
+            r = f(a, b)
+        store(out, r, ed)
+    kernel.__name__ = f"vdev_{name}"
+    return kernel
+
+
+def _floor(x):
+    return x.copy() if x.dtype.kind in "iub" else np.floor(x)    # integers are unchanged
+
+
+UNARY = {
+    "abs": np.abs, "floor": _floor, "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
+    "sin": np.sin, "cos": np.cos, "sqrt": np.sqrt, "erf": sp.erf, "erfc": sp.erfc, "erfinv": sp.erfinv,
+}
+
+
+def make_unary(name):
+    f = UNARY[name]
+    to_float = name not in ("abs", "floor")
+
+    def kernel(self, *, out):
+        ed = self.dtype
+        if to_float and not (ed.is_floating_point or ed.is_complex):
+            ed = ember.get_default_dtype()       # exp(int tensor) is a float tensor
+        with np.errstate(all="ignore"):
+            r = f(operand(self, compute_np(ed)))
+        store(out, r, ed)
+    kernel.__name__ = f"vdev_{name}"
+    return kernel
+
+
+def where(condition, input, other, *, out):
+    cd = compute_np(out.dtype)                   # the meta promoted input and other into out's dtype
+    store(out, np.where(operand(condition, np.bool_), operand(input, cd), operand(other, cd)), out.dtype)
+
+
+# ---------------------------------------------------------------- reductions
+def _axes(ndim, dim):
+    """``dim`` (None, int, or list; empty = all) as a tuple of axes."""
+    if ndim == 0:
+        return None
+    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
+        return tuple(range(ndim))
+    return tuple(d % ndim for d in ((dim,) if isinstance(dim, int) else dim))
+
+
+def sum_(self, dim=None, keepdim=False, *, dtype=None, out):
+    d = dtype or (ember.int64 if not (self.dtype.is_floating_point or self.dtype.is_complex) else self.dtype)
+    cd = compute_np(d)                           # integers and bool sum in int64; float16 in float32
+    a = operand(self, cd)
+    store(out, np.sum(a, axis=_axes(a.ndim, dim), keepdims=keepdim, dtype=cd), d)
+
+
+def amax(self, dim=(), keepdim=False, *, out):
+    a = operand(self, compute_np(self.dtype))    # NaN propagates (np.max); the meta refused empty reductions
+    store(out, np.max(a, axis=_axes(a.ndim, dim), keepdims=keepdim))
+
+
+# ---------------------------------------------------------------- linear algebra
+def bmm(self, mat2, *, out):
+    cd = compute_np(out.dtype)                   # integers wrap on overflow, as PyTorch's
+    store(out, np.matmul(operand(self, cd), operand(mat2, cd)), out.dtype)
+
+
+# ---------------------------------------------------------------- indexing
+def _index(index, size, dim):
+    """The index array (0-dim -> 1-D) after the range check PyTorch makes (no negative indices)."""
+    i = operand(index).reshape(-1) if index.dim() == 0 else operand(index)
+    if i.size and (i.min() < 0 or i.max() >= size):
+        bad = int(i.reshape(-1)[np.argmax((i.reshape(-1) < 0) | (i.reshape(-1) >= size))])
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    return i.astype(np.intp)
+
+
+def _leading(a, shape):
+    """a[:shape[0], :shape[1], ...]: index may be smaller than self / src in every dim."""
+    return a[tuple(slice(0, s) for s in shape)]
+
+
+def gather(self, dim, index, *, sparse_grad=False, out):
+    a = operand(self).reshape(-1) if self.dim() == 0 else operand(self)
+    dim = dim % a.ndim
+    i = _index(index, a.shape[dim], dim)
+    if i.size == 0:
+        return
+    sub = a[tuple(slice(None) if d == dim else slice(0, i.shape[d]) for d in range(a.ndim))]
+    store(out, np.take_along_axis(sub, i, axis=dim).reshape(tuple(out.shape)))
+
+
+def scatter_add(self, dim, index, src, *, out):
+    ndim = max(self.dim(), 1)
+    dim = dim % ndim
+    size = 1 if self.dim() == 0 else self.shape[dim]
+    i = _index(index, size, dim)                 # check before writing anything
+    src_np = np.array(operand(src)).reshape(-1) if src.dim() == 0 else np.array(operand(src))  # a copy: may alias out
+    if out is not self:
+        store(out, operand(self))
+    o = view(out).reshape(-1) if out.dim() == 0 else view(out)
+    if i.size == 0:
+        return
+    work = o.astype(np.float32) if out.dtype in LOWP else o      # accumulate float16 in float32
+    coords = tuple(i if d == dim else np.arange(i.shape[d]).reshape([-1 if k == d else 1 for k in range(i.ndim)])
+                   for d in range(i.ndim))
+    np.add.at(work, coords, _leading(src_np, i.shape).astype(work.dtype))
+    if work is not o:
+        np.copyto(o, work, casting="unsafe")
+
+
+# ---------------------------------------------------------------- random
+_MANTISSA_BITS = {ember.float16: 11, ember.bfloat16: 8}
+
+
+def uniform(self, low=0.0, high=1.0, *, generator, out):
+    rng = generator.state.rng                    # this device's Philox stream (runtime.VdevGeneratorState)
+    parts = [view(out)] if not out.dtype.is_complex else [view(out).real, view(out).imag]
+    for p in parts:
+        bits = _MANTISSA_BITS.get(out.dtype)
+        if bits:                                 # a sample exactly representable: never rounds up to high
+            u = rng.integers(0, 1 << bits, p.shape).astype(np.float32) / np.float32(1 << bits)
+        else:
+            u = rng.random(p.shape, dtype=np.float32 if p.dtype == np.float32 else np.float64)
+        np.copyto(p, u * (high - low) + low, casting="unsafe")
+
+
+# ---------------------------------------------------------------- registration
+def register(lib):
+    """Register every primitive kernel for device "vdev" (and nothing else)."""
+    lib.impl("copy_", copy_, device="vdev", dtypes=ALL_DENSE)
+    lib.impl("fill_", fill_, device="vdev", dtypes=ALL_DENSE)
+    for name in BINARY:
+        lib.impl(name, make_binary(name), device="vdev", dtypes=ALL_DENSE)
+    for name in UNARY:
+        lib.impl(name, make_unary(name), device="vdev", dtypes=ALL_DENSE)
+    lib.impl("where", where, device="vdev", dtypes=ALL_DENSE)
+    lib.impl("sum", sum_, device="vdev", dtypes=ALL_DENSE)
+    lib.impl("amax", amax, device="vdev", dtypes=ALL_DENSE)
+    lib.impl("bmm", bmm, device="vdev", dtypes=NO_BOOL)
+    lib.impl("gather", gather, device="vdev", dtypes=ALL_DENSE)
+    lib.impl("scatter_add", scatter_add, device="vdev", dtypes=ALL_DENSE)
+    lib.impl("uniform", uniform, device="vdev", dtypes=FLOATING | COMPLEX)

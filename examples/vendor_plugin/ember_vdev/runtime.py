@@ -1,0 +1,188 @@
+"""The vdev runtime: device memory, host transfers, random state.
+
+Each device ``vdev:i`` owns an *arena*: one fixed-size host buffer standing in for the
+memory of a real accelerator. The runtime hands out pieces of it with a first-fit
+free list; a handle is a ``Block`` (device index, byte offset, size). Nothing outside
+this file touches the arena directly except the kernels, which view it through
+``view(tensor)`` - exactly where a real plugin would pass a device pointer to its kernels.
+
+The core's ``CachingAllocator`` sits on top (``caching_allocator=True``): it rounds
+sizes, keeps freed blocks for reuse, and on ``MemoryError`` from ``allocate`` empties
+its cache, retries once, and raises ``ember.OutOfMemoryError`` with the numbers.
+"""
+from __future__ import annotations
+
+import bisect
+import collections
+import json
+import os
+
+import numpy as np
+
+from ember.library import DeviceRuntime
+
+DEVICE_COUNT = 2
+ALIGN = 64                                       # every block starts on a 64-byte boundary
+
+
+def arena_bytes() -> int:
+    """The size of each device's arena: ``EMBER_VDEV_MEMORY`` bytes (suffixes K, M, G), default 256 MiB."""
+    v = os.environ.get("EMBER_VDEV_MEMORY", "").strip().upper()
+    if not v:
+        return 256 << 20
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(v[-1], 1)
+    return int(float(v.rstrip("KMGIB") or 0) * mult)
+
+
+Block = collections.namedtuple("Block", "index offset nbytes")   # the opaque handle the core stores
+
+
+class Arena:
+    """One device's memory and its raw allocator (first fit over a sorted free list, with coalescing)."""
+
+    def __init__(self, index: int, nbytes: int):
+        self.index = index
+        self.size = nbytes
+        self.buf = np.zeros(nbytes, np.uint8)    # the OS maps pages lazily: untouched memory costs nothing
+        self.free_list = [(0, nbytes)]           # sorted, non-adjacent (offset, size) holes
+        self.used = 0
+
+    def allocate(self, nbytes: int) -> Block:
+        need = max(ALIGN, (nbytes + ALIGN - 1) // ALIGN * ALIGN)
+        for k, (off, size) in enumerate(self.free_list):
+            if size >= need:
+                if size == need:
+                    del self.free_list[k]
+                else:
+                    self.free_list[k] = (off + need, size - need)
+                self.used += need
+                return Block(self.index, off, need)
+        # MemoryError is the contract: the core's allocator frees its cache, retries, then raises OutOfMemoryError
+        largest = max((s for _, s in self.free_list), default=0)
+        raise MemoryError(f"vdev:{self.index} arena exhausted: {need} bytes requested, {self.size - self.used} "
+                          f"free of {self.size} (largest hole {largest}); set EMBER_VDEV_MEMORY for a bigger arena")
+
+    def free(self, block: Block) -> None:
+        fl = self.free_list
+        k = bisect.bisect(fl, (block.offset, 0))
+        off, size = block.offset, block.nbytes
+        if k < len(fl) and fl[k][0] == off + size:          # merge with the hole after
+            size += fl.pop(k)[1]
+        if k > 0 and fl[k - 1][0] + fl[k - 1][1] == off:    # merge with the hole before
+            off, size = fl[k - 1][0], fl[k - 1][1] + size
+            k -= 1
+            fl.pop(k)
+        fl.insert(k, (off, size))
+        self.used -= block.nbytes
+
+
+class VdevGeneratorState:
+    """Per-device random state: a numpy Philox (counter-based, as GPU generators are) generator.
+
+    The state round-trips as JSON bytes (never pickle): Philox's counter, key and buffer
+    are uint64 arrays, written as lists."""
+
+    def __init__(self, seed: int):
+        self.rng = np.random.Generator(np.random.Philox(seed))
+
+    def get_state(self) -> bytes:
+        return json.dumps(self.rng.bit_generator.state, default=lambda a: a.tolist()).encode()
+
+    def set_state(self, raw: bytes) -> None:
+        def arrays(d):
+            return {k: np.array(v, np.uint64) if isinstance(v, list) else arrays(v) if isinstance(v, dict) else v
+                    for k, v in d.items()}
+        try:
+            self.rng.bit_generator.state = arrays(json.loads(bytes(raw).decode()))
+        except (ValueError, TypeError, KeyError) as e:
+            raise RuntimeError(f"set_state: not a vdev generator state ({e})") from None
+
+
+class VdevRuntime(DeviceRuntime):
+    """Two simulated devices whose memory is a host arena each. Everything runs synchronously."""
+
+    name = "vdev"
+    indexed = True
+    host_memory = False          # tensor.numpy() refuses, as for cuda: memory is "on the device"
+    services = frozenset()       # no streams, no pinned memory: declare only what works
+
+    def __init__(self):
+        self._arenas = {}        # created on first use, never at registration
+        self.transfers = {"host_to_device": 0, "device_to_host": 0,
+                          "host_to_device_bytes": 0, "device_to_host_bytes": 0}
+
+    def arena(self, index: int) -> Arena:
+        a = self._arenas.get(index)
+        if a is None:
+            if not 0 <= index < DEVICE_COUNT:
+                raise RuntimeError(f"Invalid device ordinal vdev:{index}: there are {DEVICE_COUNT} vdev devices")
+            a = self._arenas[index] = Arena(index, arena_bytes())
+        return a
+
+    # -- discovery
+    def device_count(self):
+        return DEVICE_COUNT
+
+    def get_device_name(self, index):
+        return f"ember virtual device {index} ({arena_bytes() >> 20} MiB host arena)"
+
+    def total_memory(self, index):
+        return arena_bytes()
+
+    def synchronize(self, index):
+        """Every vdev kernel has finished when it returns: nothing to wait for."""
+
+    # -- raw memory (the core's CachingAllocator calls these)
+    def allocate(self, nbytes, device_index):
+        return self.arena(device_index).allocate(nbytes)
+
+    def free(self, handle):
+        self.arena(handle.index).free(handle)
+
+    def data_ptr(self, handle):
+        return self.arena(handle.index).buf.ctypes.data + handle.offset
+
+    # -- host transfers (counted, so that tests and benchmarks can see every crossing)
+    def to_numpy(self, tensor):
+        a = view(tensor).copy()
+        self.transfers["device_to_host"] += 1
+        self.transfers["device_to_host_bytes"] += a.nbytes
+        return a
+
+    def from_numpy(self, tensor, array):
+        v = view(tensor)
+        np.copyto(v, array, casting="unsafe")
+        self.transfers["host_to_device"] += 1
+        self.transfers["host_to_device_bytes"] += v.nbytes
+
+    # -- random numbers
+    def new_generator_state(self, seed, device_index):
+        return VdevGeneratorState(seed)
+
+    # -- the device module: ember.vdev.transfer_stats() / reset_transfer_stats()
+    def module_extras(self):
+        def transfer_stats() -> dict:
+            """Counts and bytes of host <-> device copies since the last reset."""
+            return dict(self.transfers)
+
+        def reset_transfer_stats() -> None:
+            for k in self.transfers:
+                self.transfers[k] = 0
+        return {"transfer_stats": transfer_stats, "reset_transfer_stats": reset_transfer_stats}
+
+
+RUNTIME = VdevRuntime()
+
+
+def view(t) -> np.ndarray:
+    """The numpy array of a vdev tensor, a view into its device's arena (shares memory).
+
+    This is the one place where the tensor's layout (shape, strides in elements, storage
+    offset) meets the memory: a real plugin passes the same numbers to its kernels.
+    """
+    if 0 in t.shape:                     # nothing to address; numpy refuses some empty views
+        return np.empty(tuple(t.shape), t.dtype.numpy_dtype)
+    block = t.untyped_storage().handle
+    isz = t.dtype.itemsize
+    return np.ndarray(tuple(t.shape), t.dtype.numpy_dtype, RUNTIME.arena(block.index).buf,
+                      block.offset + t.storage_offset() * isz, tuple(s * isz for s in t.stride()))

@@ -1,0 +1,130 @@
+"""A tiny fake device plugin ('fakedev') for the conformance runner's own tests.
+
+Memory is numpy byte buffers (two devices, so device-to-device copies are exercised); native
+kernels for copy_ and fill_ (the runtime primitives), a deliberately wrong ``exp`` (returns
+exp(x) + 1 for float32), and the cpu fallback for everything else.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+import ember
+import ember.library as L
+from ember.plugins import hookimpl
+from ember.testing import OpInfo, ErrorInput, SampleInput, make_tensor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class FakeRuntime(L.DeviceRuntime):
+    name = "fakedev"
+    indexed = True
+
+    def device_count(self):
+        return 2
+
+    def synchronize(self, index):
+        pass
+
+    def allocate(self, nbytes, device_index):
+        return np.zeros(nbytes, np.uint8)       # MemoryError for an impossible size
+
+    def free(self, handle):
+        pass
+
+    def data_ptr(self, handle):
+        return handle.__array_interface__["data"][0]
+
+    def view(self, t):
+        isz = t.dtype.itemsize
+        return np.ndarray(tuple(t.shape), t.dtype.numpy_dtype, t.untyped_storage().handle,
+                          t.storage_offset() * isz, tuple(s * isz for s in t.stride()))
+
+    def to_numpy(self, t):
+        return self.view(t).copy()
+
+    def from_numpy(self, t, array):
+        np.copyto(self.view(t), array, casting="unsafe")
+
+    def new_generator_state(self, seed, device_index):
+        from ember_cpu._runtime import CPUGeneratorState
+        return CPUGeneratorState(seed)
+
+
+class FakePlugin:
+    """The plugin object; ``xfails`` names its xfails file (relative to this directory)."""
+
+    def __init__(self, xfails=None):
+        self.rt = FakeRuntime()
+        self.xfails = xfails
+
+    @hookimpl
+    def ember_plugin_info(self):
+        info = {"name": "fakedev", "version": "0.0.1", "api_version": "1.0",
+                "provides": {"device_types": ["fakedev"], "dtypes": ["bool", "int64", "float32", "float64"]}}
+        if self.xfails:
+            info["conformance_xfails"] = self.xfails
+        return info
+
+    @hookimpl
+    def ember_register(self, registry):
+        rt = self.rt
+
+        def copy_(self, src, non_blocking=False):
+            if self.device.type == src.device.type == "fakedev":
+                np.copyto(rt.view(self), rt.view(src), casting="unsafe")
+            elif self.device.type == "fakedev":
+                rt.from_numpy(self, np.asarray(src.numpy()))
+            else:
+                np.copyto(self.numpy(), rt.to_numpy(src), casting="unsafe")
+            return self
+
+        def fill_(self, value):
+            rt.view(self).fill(value)
+            return self
+
+        def wrong_exp(self, *, out):
+            np.copyto(rt.view(out), np.exp(rt.to_numpy(self)) + 1)   # deliberately wrong
+
+        registry.register_device_type("fakedev", rt)
+        lib = registry.library("fakedev")
+        lib.impl("copy_", copy_, device="fakedev", dtypes=L.ALL_DENSE)
+        lib.impl("fill_", fill_, device="fakedev", dtypes=L.ALL_DENSE)
+        lib.impl("exp", wrong_exp, device="fakedev", dtypes=[ember.float32])
+        registry.register_fallback("fakedev", L.cpu_fallback)
+
+
+def _unary(op, device, dtype, requires_grad=False):
+    yield SampleInput(make_tensor((3, 4), device=device, dtype=dtype, seed=1, requires_grad=requires_grad),
+                      name="2-D")
+    yield SampleInput(make_tensor((), device=device, dtype=dtype, seed=2, requires_grad=requires_grad),
+                      name="0-dim")
+
+
+def _binary(op, device, dtype, requires_grad=False):
+    a = make_tensor((3, 4), device=device, dtype=dtype, seed=3, requires_grad=requires_grad)
+    b = make_tensor((4,), device=device, dtype=dtype, seed=4, requires_grad=requires_grad)
+    yield SampleInput(a, (b,), name="broadcast")
+
+
+def _add_errors(op, device):
+    yield ErrorInput(SampleInput(ember.ones(2, device=device), (ember.ones(3, device=device),)), RuntimeError,
+                     r"must match the size")
+
+
+def opinfos():
+    """exp (wrong on fakedev float32) and add (through the fallback) and t (a view)."""
+    return [
+        OpInfo("exp", ref=np.exp, dtypes=("float32", "float64"), sample_inputs=_unary, supports_autograd=True),
+        OpInfo("add", ref=np.add, dtypes=("int64", "float32", "float64"), sample_inputs=_binary,
+               supports_out=True, inplace=lambda t, *a, **k: t.add_(*a, **k), error_inputs=_add_errors,
+               supports_autograd=True),
+        OpInfo("t", ref=lambda a: a.T, dtypes=("float32",), sample_inputs=_unary, is_view=True),
+    ]
+
+
+def passing_opinfos():
+    """The entries that pass everywhere (add, t)."""
+    return [o for o in opinfos() if o.name != "exp"]
