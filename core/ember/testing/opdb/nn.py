@@ -15,31 +15,9 @@ import numpy as np
 from .._opinfo import OpInfo, SampleInput, ErrorInput, make_tensor
 from .._samples import ALL_DTYPES, FLOATING, NUMERIC, REAL, seed_for, with_grad
 from .reduction import upcast, distinct, ties, with_nan, values_only
+from .indexing import _Mk   # the seeded sample maker shared by the index-taking entries
 
 __all__ = ["OPINFOS", "op_db"]
-
-
-class _Mk:
-    def __init__(self, op, device, dtype, requires_grad):
-        self.op, self.device, self.dtype, self.rg, self.k = op, device, dtype, requires_grad, 0
-
-    def seed(self):
-        self.k += 1
-        return seed_for(self.op, self.dtype, self.k)
-
-    def __call__(self, shape, *, t=False, nc=False, dtype=None, low=None, high=None, grad=True):
-        kw = dict(device=self.device, dtype=dtype or self.dtype, seed=self.seed(), low=low, high=high)
-        if t:
-            x = make_tensor(tuple(reversed(shape)), **kw).permute(*reversed(range(len(shape))))
-        elif nc:
-            x = make_tensor(shape, noncontiguous=True, **kw)
-        else:
-            x = make_tensor(shape, **kw)
-        return with_grad(x, self.rg and grad)
-
-    def idx(self, shape, high, low=0, dtype=None):
-        import ember
-        return make_tensor(shape, device=self.device, dtype=dtype or ember.int64, low=low, high=high, seed=self.seed())
 
 
 def _f64(a):
