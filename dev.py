@@ -23,9 +23,11 @@ VENV = Path(os.environ.get("EMBER_VENV", ROOT / ".venv"))
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 
-# plugins in the order they are installed; each with the check that this machine can run it
+# plugins in the order they are installed: name -> (pip extras, the check that this machine can run it).
+# OpenCL runs anywhere: its [pocl] extra brings PoCL, a CPU OpenCL platform, from PyPI.
 PLUGINS = {
-    "cpu": lambda: True,
+    "cpu": ("", lambda: True),
+    "opencl": ("[pocl]", lambda: True),
 }
 
 
@@ -43,12 +45,13 @@ def ensure_venv():
 # the reference out-of-tree device plugin, installed from its own directory as a vendor's would be;
 # the test command runs the conformance suite against it and against every plugin above
 VENDOR_PLUGIN = ROOT / "examples" / "vendor_plugin"
-CONFORMANCE_DEVICES = ["cpu", "vdev"]
+CONFORMANCE_DEVICES = ["cpu", "vdev", "opencl"]
 
 
 def install(test=False):
     ensure_venv()
-    pkgs = [f"{ROOT}[examples,plot]"] + [str(ROOT / "plugins" / name) for name, ok in PLUGINS.items() if ok()]
+    pkgs = [f"{ROOT}[examples,plot]"] + [f"{ROOT / 'plugins' / name}{extras}" for name, (extras, ok) in PLUGINS.items()
+                                        if ok()]
     extra = ["pytest>=7", "hypothesis>=6", str(VENDOR_PLUGIN)] if test else []
     if run(PY, "-m", "pip", "install", "-q", *pkgs, *extra) != 0:
         sys.exit("pip install failed")

@@ -242,6 +242,15 @@ class DirectAllocator(_StatsMixin):
         """Nothing is cached; present so every allocator has the same interface."""
 
 
+class _Segment:
+    """A raw allocation of the small pool and the blocks carved from it (by id of their handle)."""
+
+    __slots__ = ("handle", "used", "blocks")
+
+    def __init__(self, handle):
+        self.handle, self.used, self.blocks = handle, 0, {}
+
+
 class CachingAllocator(_StatsMixin):
     """Bins sizes, keeps freed blocks for reuse per stream; the core's generic device allocator.
 
@@ -250,7 +259,17 @@ class CachingAllocator(_StatsMixin):
     same stream (no block splitting, unlike PyTorch's CUDA allocator). On out-of-memory
     (the raw allocator raising MemoryError, or the per-process limit) the cache is
     freed and the allocation retried once before ``OutOfMemoryError`` is raised.
+
+    Small pool: when the device's runtime offers ``sub_allocation(handle, offset, nbytes)``
+    (a handle for a byte range of a raw allocation, e.g. an OpenCL sub-buffer), small
+    blocks are carved one after another from 2 MiB segments, as PyTorch's CUDA allocator
+    does, instead of one raw allocation each. A training loop whose second iteration needs a
+    few more small blocks than its first (state created late in the first, like an
+    optimizer's moments) then takes them from the segment, not from the device. A segment
+    goes back to the device in ``empty_cache`` once all its blocks are idle.
     """
+
+    SEGMENT = 2 << 20
 
     SMALL = 1 << 20
     SMALL_ROUND = 512
@@ -262,6 +281,9 @@ class CachingAllocator(_StatsMixin):
         self.device_label = device_label or str(device)
         self._free = {}          # (stream, rounded size) -> [handle, ...]
         self._init_stats()
+        self._sub = getattr(raw, "sub_allocation", None)   # small pool when the runtime can sub-allocate
+        self._segments = []      # [_Segment, ...] of the small pool
+        self._tail = {}          # stream -> the segment new small blocks are carved from
 
     @classmethod
     def round_size(cls, nbytes: int) -> int:
@@ -275,6 +297,8 @@ class CachingAllocator(_StatsMixin):
         pool = self._free.get((stream, size))
         if pool:
             handle = pool.pop()
+        elif self._sub is not None and size < self.SMALL:
+            handle = self._carve(size, stream)
         else:
             handle = self._raw_alloc(size)
         st = _new(UntypedStorage)
@@ -304,15 +328,48 @@ class CachingAllocator(_StatsMixin):
                 self.empty_cache()
         raise self._oom(size, cause)
 
+    def _carve(self, size, stream):
+        """A small block from the stream's current segment (a new segment when it is full)."""
+        seg = self._tail.get(stream)
+        if seg is None or seg.used + size > self.SEGMENT:
+            seg = _Segment(self._raw_alloc(self.SEGMENT))
+            self._segments.append(seg)
+            self._tail[stream] = seg
+        handle = self._sub(seg.handle, seg.used, size)
+        seg.used += size
+        seg.blocks[id(handle)] = handle
+        return handle
+
     def release(self, st: UntypedStorage) -> None:
         """Take back a dead storage's memory (called by UntypedStorage.__del__)."""
         self._on_free(st._size)
         self._free.setdefault((st._stream, st._size), []).append(st._handle)
 
     def empty_cache(self):
-        """Return every cached (unused) block to the device."""
-        for (stream, size), handles in self._free.items():
+        """Return every cached (unused) block to the device; small-pool segments go back
+        once every block carved from them is idle."""
+        carved = {}
+        for seg in self._segments:
+            carved.update(dict.fromkeys(seg.blocks, seg))
+        idle = {}
+        for key, handles in self._free.items():
+            keep = []
             for h in handles:
-                self.raw.free(h)
-                self._unreserve(size)
-        self._free.clear()
+                seg = carved.get(id(h))
+                if seg is None:
+                    self.raw.free(h)
+                    self._unreserve(key[1])
+                else:
+                    idle.setdefault(id(seg), []).append(h)
+                    keep.append(h)
+            self._free[key] = keep
+        for seg in list(self._segments):
+            if len(idle.get(id(seg), ())) == len(seg.blocks):     # nothing carved from it is alive
+                gone = set(seg.blocks)
+                for key in self._free:
+                    self._free[key] = [h for h in self._free[key] if id(h) not in gone]
+                self._segments.remove(seg)
+                self._tail = {k: v for k, v in self._tail.items() if v is not seg}
+                self.raw.free(seg.handle)
+                self._unreserve(self.SEGMENT)
+        self._free = {k: v for k, v in self._free.items() if v}

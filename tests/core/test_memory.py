@@ -73,3 +73,49 @@ def test_storage_api():
     assert s.nbytes() == 24 and s.device == ember.device("cpu")
     assert t[2:].untyped_storage() is s if hasattr(ember.Tensor, "__getitem__") else True
     assert t.narrow(0, 2, 3).data_ptr() == t.data_ptr() + 8
+
+
+class _SubAllocatingRaw:
+    """A raw allocator over bytearrays that can hand out byte ranges (like OpenCL sub-buffers)."""
+
+    def __init__(self):
+        self.allocs, self.frees, self.live = 0, 0, set()
+
+    def allocate(self, nbytes, index):
+        self.allocs += 1
+        h = ("raw", self.allocs, nbytes)
+        self.live.add(h)
+        return h
+
+    def sub_allocation(self, handle, offset, nbytes):
+        assert handle in self.live and offset % 512 == 0 and offset + nbytes <= handle[2]
+        return ("sub", handle, offset, nbytes)
+
+    def free(self, handle):
+        if handle[0] == "raw":
+            self.live.remove(handle)
+            self.frees += 1
+
+    def data_ptr(self, handle):
+        return id(handle)
+
+
+def test_small_pool_carves_blocks_from_segments_and_returns_idle_segments():
+    from ember._allocator import CachingAllocator
+    raw = _SubAllocatingRaw()
+    a = CachingAllocator(raw, ember.device("cpu"), "fake:0")
+    blocks = [a.malloc(1000) for _ in range(10)]           # 10 blocks of 1024 bytes: one 2 MiB segment
+    assert raw.allocs == 1 and a.stats["reserved_bytes.all.current"] == CachingAllocator.SEGMENT
+    assert len({b._handle for b in blocks}) == 10
+    assert [b._handle[2] for b in blocks] == [i * 1024 for i in range(10)]     # carved one after another
+    big = a.malloc(3 << 20)                                 # large blocks are raw allocations of their own
+    assert raw.allocs == 2
+    del blocks[:5]
+    a.empty_cache()                                         # 5 blocks of the segment still live: it stays
+    assert raw.frees == 0
+    again = a.malloc(1000)                                  # an idle carved block is reused
+    assert raw.allocs == 2
+    del blocks, again, big
+    a.empty_cache()                                         # everything idle: segment and big block go back
+    assert raw.live == set() and a.stats["reserved_bytes.all.current"] == 0
+    assert a.stats["allocated_bytes.all.current"] == 0

@@ -1,0 +1,317 @@
+"""The ember-opencl runtime: devices, raw memory, host transfers, random state.
+
+Devices are every OpenCL device of every platform, in platform order: ``opencl:0``,
+``opencl:1``, ... (``EMBER_OPENCL_PLATFORM=<substring>`` keeps only platforms whose name
+contains it). Nothing is opened when the plugin registers: the platform list is read on the
+first call that needs it, and each device's context and in-order command queue
+(``DeviceState``) are created on first use. With no platform (or no pyopencl) the runtime
+reports ``device_count() == 0``, ``is_available() is False``, and
+``ember.opencl.unavailable_reason()`` says why.
+
+Memory: the raw allocator hands out one ``cl.Buffer`` per allocation (the storage's handle)
+under the core's ``CachingAllocator``; views address it through their storage offset, which
+kernels receive as an argument, so a view never needs a sub-buffer or a copy. ``allocate``
+raises ``MemoryError`` (which the core turns into ``ember.OutOfMemoryError`` after freeing its
+cache) beyond the device's ``CL_DEVICE_MAX_MEM_ALLOC_SIZE`` or its global memory.
+
+Transfers: ``to_numpy`` reads the byte span a strided tensor covers and views it with the
+tensor's strides on the host (a sparse view of a big storage is first gathered on the
+device); ``from_numpy`` writes contiguous destinations directly and strided ones through a
+contiguous device temporary and the copy kernel.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ember.library import DeviceRuntime
+
+
+class DeviceState:
+    """One OpenCL device in use: its context, in-order queue and compiled-kernel cache."""
+
+    def __init__(self, index: int, device):
+        import pyopencl as cl
+        self.index = index
+        self.label = f"opencl:{index}"
+        self.device = device
+        self.context = cl.Context([device])
+        self.queue = cl.CommandQueue(self.context, device)      # in-order: kernels run in launch order
+        exts = device.extensions.split()
+        self.fp64 = "cl_khr_fp64" in exts
+        self.fp16 = "cl_khr_fp16" in exts
+        self.int64_atomics = "cl_khr_int64_base_atomics" in exts
+        self.max_work_group_size = device.max_work_group_size
+        self.local_mem_size = device.local_mem_size
+        self.build_options = []
+        self.kernels = {}            # (source, name) -> cl.Kernel (see _codegen.build)
+        self.compiles = 0            # programs built in this process (cache misses)
+
+    def __repr__(self):
+        return f"DeviceState({self.label}, {self.device.name!r})"
+
+
+class PhiloxState:
+    """Per-device random state for the counter-based Philox4x32-10 generator: a 64-bit key
+    (the seed) and a 64-bit counter offset that every random kernel advances.
+
+    ``reserve(n)`` returns the offset a kernel drawing ``n`` counter values starts at and moves
+    the state past them, so consecutive calls never reuse a counter. The state round-trips as
+    16 bytes (``seed``, ``offset`` as little-endian uint64).
+    """
+
+    def __init__(self, seed: int):
+        self.seed = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
+        self.offset = 0
+
+    def reserve(self, n: int) -> int:
+        start = self.offset
+        self.offset = (self.offset + int(n)) & 0xFFFF_FFFF_FFFF_FFFF
+        return start
+
+    def get_state(self) -> bytes:
+        return np.array([self.seed, self.offset], dtype="<u8").tobytes()
+
+    def set_state(self, raw: bytes) -> None:
+        raw = bytes(raw)
+        if len(raw) != 16:
+            raise RuntimeError(f"set_state: an opencl generator state is 16 bytes (seed, offset), got {len(raw)}")
+        self.seed, self.offset = (int(v) for v in np.frombuffer(raw, dtype="<u8"))
+
+    def __repr__(self):
+        return f"PhiloxState(seed={self.seed}, offset={self.offset})"
+
+
+def _enumerate():
+    """[(platform, device)] of every OpenCL device, and the reason when there is none."""
+    try:
+        import pyopencl as cl
+    except Exception as e:  # noqa: BLE001 - a broken install must not break ember
+        return [], f"pyopencl cannot be imported ({type(e).__name__}: {e}); pip install 'ember-opencl[pocl]'"
+    try:
+        platforms = cl.get_platforms()
+    except Exception as e:  # noqa: BLE001 - e.g. cl.LogicError PLATFORM_NOT_FOUND_KHR
+        platforms, err = [], f"{type(e).__name__}: {e}"
+    else:
+        err = None
+    want = os.environ.get("EMBER_OPENCL_PLATFORM", "").strip().lower()
+    found = []
+    for p in platforms:
+        if want and want not in p.name.lower():
+            continue
+        try:
+            found.extend((p, d) for d in p.get_devices())
+        except Exception:  # noqa: BLE001 - a platform without devices
+            continue
+    if found:
+        return found, None
+    if err or not platforms:
+        return [], ("no OpenCL platform found" + (f" ({err})" if err else "") +
+                    "; install an ICD (e.g. pip install pocl-binary-distribution, or your GPU vendor's driver)")
+    names = ", ".join(repr(p.name) for p in platforms)
+    return [], (f"no OpenCL device on the platforms {names}" +
+                (f" matching EMBER_OPENCL_PLATFORM={want!r}" if want else ""))
+
+
+class OpenCLRuntime(DeviceRuntime):
+    """Every OpenCL device of every platform; one context and in-order queue each, lazily."""
+
+    name = "opencl"
+    indexed = True
+    host_memory = False          # tensor.numpy() refuses, as for cuda: the memory is on the device
+    services = frozenset()       # no streams / events / pinned memory: nothing declared that does not work
+
+    def __init__(self):
+        self._devices = None     # [(platform, device)], read on first need
+        self._reason = None
+        self._states = {}
+        self._used = {}          # device index -> bytes held in raw buffers
+
+    # -- discovery
+    def devices(self):
+        if self._devices is None:
+            self._devices, self._reason = _enumerate()
+        return self._devices
+
+    def unavailable_reason(self):
+        """Why there is no opencl device (None when there is one)."""
+        self.devices()
+        return self._reason
+
+    def is_available(self):
+        try:
+            return len(self.devices()) > 0
+        except Exception:  # noqa: BLE001 - must not raise
+            return False
+
+    def device_count(self):
+        return len(self.devices())
+
+    def _check_index(self, index):
+        n = self.device_count()
+        if not 0 <= index < n:
+            why = f" ({self._reason})" if n == 0 and self._reason else ""
+            raise RuntimeError(f"Invalid device ordinal opencl:{index}: there {'is' if n == 1 else 'are'} {n} "
+                               f"opencl device{'' if n == 1 else 's'}{why}")
+
+    def state(self, index: int) -> DeviceState:
+        """The device's state, creating its context and queue on first use."""
+        st = self._states.get(index)
+        if st is None:
+            self._check_index(index)
+            st = self._states[index] = DeviceState(index, self.devices()[index][1])
+        return st
+
+    def get_device_name(self, index):
+        self._check_index(index)
+        p, d = self.devices()[index]
+        return f"{d.name.strip()} ({p.name.strip()})"
+
+    def total_memory(self, index):
+        self._check_index(index)
+        return int(self.devices()[index][1].global_mem_size)
+
+    def synchronize(self, index):
+        st = self._states.get(index)
+        if st is not None:       # a device never used has nothing queued
+            st.queue.finish()
+
+    # -- raw memory (the core's CachingAllocator calls these)
+    def allocate(self, nbytes, device_index):
+        import pyopencl as cl
+        st = self.state(device_index)
+        d = st.device
+        nbytes = max(int(nbytes), 1)
+        used = self._used.get(device_index, 0)
+        if nbytes > d.max_mem_alloc_size or used + nbytes > d.global_mem_size:
+            raise MemoryError(
+                f"opencl:{device_index} ('{d.name.strip()}') cannot allocate {nbytes} bytes: "
+                f"{used} of {d.global_mem_size} bytes are in use by ember and one buffer may hold at most "
+                f"{d.max_mem_alloc_size} bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE); free tensors or call "
+                f"ember.opencl.empty_cache()")
+        try:
+            buf = cl.Buffer(st.context, cl.mem_flags.READ_WRITE, nbytes)
+        except (cl.MemoryError, cl.RuntimeError) as e:
+            raise MemoryError(f"opencl:{device_index}: clCreateBuffer({nbytes} bytes) failed: {e}") from None
+        buf.ember_device = device_index
+        self._used[device_index] = used + nbytes
+        return buf
+
+    def sub_allocation(self, handle, offset, nbytes):
+        """A sub-buffer for ``nbytes`` bytes at ``offset`` of ``handle`` (the core's small pool
+        carves 512-byte-aligned blocks from 2 MiB buffers with it). Freed with ``free`` like any
+        buffer; it does not count against the device's memory (its parent does)."""
+        import pyopencl as cl
+        sub = handle.get_sub_region(offset, nbytes, cl.mem_flags.READ_WRITE)
+        sub.ember_device = handle.ember_device
+        sub.ember_sub = True
+        return sub
+
+    def free(self, handle):
+        if getattr(handle, "ember_sub", False):
+            handle.release()
+            return
+        i = handle.ember_device
+        self._used[i] = self._used.get(i, 0) - handle.size
+        handle.release()
+
+    def data_ptr(self, handle):
+        return handle.int_ptr        # the cl_mem handle: unique per buffer, shared by its views
+
+    # -- host transfers
+    def to_numpy(self, tensor):
+        import pyopencl as cl
+        shape, dt = tuple(tensor.shape), tensor.dtype.numpy_dtype
+        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if n == 0:
+            return np.empty(shape, dt)
+        strides, off = tuple(tensor.stride()), tensor.storage_offset()
+        lo = off + sum((k - 1) * s for k, s in zip(shape, strides) if s < 0)
+        hi = off + sum((k - 1) * s for k, s in zip(shape, strides) if s > 0)
+        span = hi - lo + 1
+        if span > 2 * n + 4096:                     # a sparse view of a big storage: gather on the device
+            from .kernels.copy import contiguous_copy
+            return self.to_numpy(contiguous_copy(tensor))
+        st = self.state(tensor.device.index or 0)
+        host = np.empty(span, dt)
+        cl.enqueue_copy(st.queue, host, tensor.untyped_storage().handle, src_offset=lo * dt.itemsize,
+                        is_blocking=True)
+        isz = dt.itemsize
+        v = np.lib.stride_tricks.as_strided(host[off - lo:], shape, tuple(s * isz for s in strides))
+        if span == n and _c_contiguous(shape, strides):
+            return host.reshape(shape)
+        return v.copy()
+
+    def from_numpy(self, tensor, array):
+        import pyopencl as cl
+        shape, dt = tuple(tensor.shape), tensor.dtype.numpy_dtype
+        if 0 in shape:
+            return
+        a = np.asarray(array)
+        if a.shape != shape:
+            a = np.broadcast_to(a, shape)
+        if a.dtype != dt:
+            a = a.astype(dt)                         # C-style cast (bool: != 0)
+        if _c_contiguous(shape, tuple(tensor.stride())):
+            a = np.ascontiguousarray(a)
+            st = self.state(tensor.device.index or 0)
+            cl.enqueue_copy(st.queue, tensor.untyped_storage().handle, a,
+                            dst_offset=tensor.storage_offset() * dt.itemsize, is_blocking=True)
+            return
+        import ember
+        tmp = ember.empty(shape, dtype=tensor.dtype, device=tensor.device)   # through the caching allocator
+        self.from_numpy(tmp, a)
+        from .kernels.copy import strided_copy
+        strided_copy(tensor, tmp)
+
+    # -- random numbers
+    def new_generator_state(self, seed, device_index):
+        return PhiloxState(seed)
+
+    # -- the device module: ember.opencl.<extra>
+    def module_extras(self):
+        def unavailable_reason():
+            """Why ember.opencl.is_available() is False (None when a device is available)."""
+            return self.unavailable_reason()
+
+        def get_device_properties(device=None):
+            """Name, platform, memory and extensions of an opencl device (default: the current one)."""
+            i = _index(device, self.current_device())
+            self._check_index(i)
+            p, d = self.devices()[i]
+            exts = d.extensions.split()
+            return {"name": d.name.strip(), "platform": p.name.strip(), "vendor": d.vendor.strip(),
+                    "version": d.version.strip(), "total_memory": int(d.global_mem_size),
+                    "max_alloc": int(d.max_mem_alloc_size), "compute_units": int(d.max_compute_units),
+                    "max_work_group_size": int(d.max_work_group_size), "local_mem_size": int(d.local_mem_size),
+                    "fp64": "cl_khr_fp64" in exts, "fp16": "cl_khr_fp16" in exts, "extensions": exts}
+
+        def kernel_cache_info(device=None):
+            """Programs compiled by this process (cache misses) and kernels cached, per device."""
+            i = _index(device, self.current_device())
+            st = self._states.get(i)
+            return {"compiles": st.compiles if st else 0, "cached_kernels": len(st.kernels) if st else 0}
+        return {"unavailable_reason": unavailable_reason, "get_device_properties": get_device_properties,
+                "kernel_cache_info": kernel_cache_info}
+
+
+def _index(device, default):
+    if device is None:
+        return default
+    if isinstance(device, int):
+        return device
+    import ember
+    return ember.device(device).index or 0
+
+
+def _c_contiguous(shape, strides) -> bool:
+    expect = 1
+    for k, s in zip(reversed(shape), reversed(strides)):
+        if k != 1 and s != expect:
+            return False
+        expect *= k
+    return True
+
+
+RUNTIME = OpenCLRuntime()
