@@ -90,3 +90,21 @@ def ember_register(registry):
     registry.register_device_type("opencl", RUNTIME, caching_allocator=True)
     dtypes = [getattr(ember, n) for n in supported_dtypes()]
     _register_kernels(registry.library("ember_opencl"), dtypes)
+    registry.register_fallback("opencl", _unsupported_dtype)
+
+
+def _unsupported_dtype(op, args, kwargs):
+    """The opencl 'fallback': never runs anything on the cpu. It is reached only for a dispatch key
+    with no kernel and no composite, i.e. a dtype the devices do not support (float16 without
+    cl_khr_fp16, float64 without cl_khr_fp64, bfloat16, complex): a clear error naming the missing
+    extension, instead of the dispatcher's generic one."""
+    import ember
+    tensors = [a for a in list(args) + list(kwargs.values()) if isinstance(a, ember.Tensor)]
+    t = next((a for a in tensors if a.device.type == "opencl"), tensors[0] if tensors else None)
+    name = t.dtype.name if t is not None else "?"
+    need = {"float16": "the cl_khr_fp16 extension", "float64": "the cl_khr_fp64 extension"}.get(name)
+    if name in supported_dtypes():          # a declared dtype: an op without kernel or composite (a bug)
+        raise NotImplementedError(f"ember-opencl: '{op.name}' has no kernel or composite for {name}")
+    dev = f"{t.device} ('{ember.opencl.get_device_name(t.device.index or 0)}')" if t is not None else "opencl"
+    why = f"it needs {need}, which the device does not report" if need else "ember-opencl does not implement it"
+    raise RuntimeError(f"\"{op.name}\" not implemented for '{name}' on {dev}: {why}")

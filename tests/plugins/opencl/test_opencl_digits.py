@@ -15,3 +15,18 @@ def test_digits_mlp_trains_on_opencl(tmp_path):
     assert all(p.device.type == "opencl" for p in r["model"].parameters())
     state = ember.load(ckpt, map_location="cpu")            # saved through the host, loadable anywhere
     assert state["model"]["1.weight"].device.type == "cpu"
+
+
+def test_unsupported_dtype_is_a_clear_error():
+    import warnings
+    d = ember.opencl.get_device_name(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        opencl = next(p for p in ember.plugins.list() if p.name == "opencl")
+        if "float16" not in opencl.provides["dtypes"]:
+            x = ember.ones(3, dtype=ember.float16, device="opencl")
+            with pytest.raises(RuntimeError, match=r"\"add\" not implemented for 'float16' on opencl:0 .*cl_khr_fp16"):
+                x + x
+        with pytest.raises(RuntimeError, match="not implemented for 'complex64'.*ember-opencl does not implement it"):
+            ember.ones(3, dtype=ember.complex64, device="opencl")
+    assert d
