@@ -25,7 +25,7 @@ __version__ = "0.1.0"
 
 BASE_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float32"]
 #: kernel modules under ember_opencl.kernels, each with ``register(lib, dtypes)`` or ``register(lib)``
-KERNEL_MODULES = ("copy", "elementwise", "reduce", "linalg", "index", "random", "sort_scan", "indexing")
+KERNEL_MODULES = ("copy", "elementwise", "reduce", "linalg", "index", "random", "sort_scan", "indexing", "unique")
 
 
 def supported_dtypes() -> list:
