@@ -11,28 +11,16 @@ import pytest
 
 import ember
 
+from _opencl_helpers import DEV, DTYPES, NO_DEVICE, has_device, host  # noqa: E402
+
 pytest.importorskip("ember_opencl")
 from ember_opencl.kernels import elementwise as ew  # noqa: E402
 
 
-def _has_device():
-    try:
-        ember.plugins.ensure_loaded()
-        return "opencl" in ember._registry.device_types and ember.opencl.is_available()
-    except Exception:  # noqa: BLE001
-        return False
-
-
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")     # numpy references warn about NaN / inf
-needs_device = pytest.mark.skipif(not _has_device(), reason="no OpenCL device (install pocl-binary-distribution)")
-DEV = "opencl:0"
-DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float32", "float64"]
+needs_device = pytest.mark.skipif(not has_device(), reason=NO_DEVICE)
 TOL = {"float32": (2e-6, 1e-6), "float64": (1e-12, 1e-300)}
 FLOAT_FUNCS = ["exp", "expm1", "log", "log1p", "sin", "cos", "sqrt", "erf", "erfc", "erfinv"]
-
-
-def host(t):
-    return np.array(t.cpu().numpy())
 
 
 def values(shape, dtype, seed=0, *, nonzero=False, small=False):

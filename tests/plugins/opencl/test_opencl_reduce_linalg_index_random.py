@@ -11,32 +11,16 @@ import pytest
 
 import ember
 
+from _opencl_helpers import DEV, DTYPES, NO_DEVICE, dev, has_device, host  # noqa: E402
+
 pytest.importorskip("ember_opencl")
 from ember_opencl.kernels import index as index_k  # noqa: E402
 from ember_opencl.kernels import linalg, reduce  # noqa: E402
 from ember_opencl.kernels import random as random_k  # noqa: E402
 
 
-def _has_device():
-    try:
-        ember.plugins.ensure_loaded()
-        return "opencl" in ember._registry.device_types and ember.opencl.is_available()
-    except Exception:  # noqa: BLE001
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _has_device(), reason="no OpenCL device (install pocl-binary-distribution)")
-DEV = "opencl:0"
-DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float32", "float64"]
+pytestmark = pytest.mark.skipif(not has_device(), reason=NO_DEVICE)
 INTS = ["uint8", "int8", "int16", "int32", "int64"]
-
-
-def dev(a):
-    return ember.tensor(np.asarray(a)).to(DEV)
-
-
-def host(t):
-    return np.array(t.cpu().numpy())
 
 
 def sample(rng, shape, dtype):

@@ -16,26 +16,14 @@ import pytest
 
 import ember
 
+from _opencl_helpers import DEV, DTYPES, NO_DEVICE, has_device, host  # noqa: E402
+
 pytest.importorskip("ember_opencl")
 from ember_opencl import _codegen as cg  # noqa: E402
 from ember_opencl._runtime import RUNTIME, PhiloxState  # noqa: E402
 
 
-def _has_device():
-    try:
-        ember.plugins.ensure_loaded()
-        return "opencl" in ember._registry.device_types and ember.opencl.is_available()
-    except Exception:  # noqa: BLE001
-        return False
-
-
-needs_device = pytest.mark.skipif(not _has_device(), reason="no OpenCL device (install pocl-binary-distribution)")
-DEV = "opencl:0"
-DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float32", "float64"]
-
-
-def host(t):
-    return np.array(t.cpu().numpy())
+needs_device = pytest.mark.skipif(not has_device(), reason=NO_DEVICE)
 
 
 def rand_np(shape, dtype, seed=0):
