@@ -316,8 +316,8 @@ class Tensor:
                 base._vc = vc
         t._vc = vc
         if self._requires_grad or self._grad_fn is not None:
-            from . import _autograd_seam
-            _autograd_seam.on_view(self, t)
+            from .autograd import _record      # imported here: autograd imports this module
+            _record.on_view(self, t)
         return t
 
     def as_strided(self, size, stride, storage_offset=None):
@@ -780,10 +780,6 @@ class Tensor:
         t._dtype, t._device, t._vc = self._dtype, self._device, self._vc
         t._native = self._native
         return t
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Not available yet: ember's autograd engine is a separate issue."""
-        raise NotImplementedError("ember's autograd engine is not implemented yet")
 
     # ------------------------------------------------------------ conversion
     def __len__(self):
