@@ -4,15 +4,18 @@
     python3 dev.py demo    create .venv, install the core and every plugin this machine
                            can run, and run the main job: train a classifier on scikit-learn's
                            handwritten digits (arguments after 'demo' go to it, e.g. --model cnn)
-    python3 dev.py test    the same install plus the test tools and the reference vendor plugin
-                           (examples/vendor_plugin), then the whole test suite and the conformance
-                           suite against each device plugin (`ember conformance cpu`, `... vdev`)
+    python3 dev.py test    the same install plus ember-cuda, MPI, the test tools and the reference
+                           vendor plugin (examples/vendor_plugin), then the whole test suite and the
+                           conformance suite against each device plugin, the sparse layout and the
+                           quantized dtypes (`ember conformance cpu`, `... vdev`, `... cpu --layout
+                           sparse_coo`, `... cpu --dtype qint8`, ...)
 
 Standard library only, so it runs before anything is installed.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -23,11 +26,23 @@ VENV = Path(os.environ.get("EMBER_VENV", ROOT / ".venv"))
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 
-# plugins in the order they are installed: name -> (pip extras, the check that this machine can run it).
-# OpenCL runs anywhere: its [pocl] extra brings PoCL, a CPU OpenCL platform, from PyPI.
+
+def _has_nvidia_gpu() -> bool:
+    return Path("/dev/nvidia0").exists() or shutil.which("nvidia-smi") is not None
+
+
+# plugins in the order they are installed: name -> (pip extras, the check that this machine can run it,
+# given whether this is the test install). OpenCL runs anywhere: its [pocl] extra brings PoCL, a CPU
+# OpenCL platform, from PyPI. ember-cuda (with cupy-cuda12x) is installed for the main job where there
+# is an NVIDIA GPU, and always for the tests, which check that without a GPU it imports,
+# ember.cuda.is_available() is False, `ember info` says why, and its GPU tests skip with that reason.
+# sparse and quantized are a layout and dtypes that run on every device.
 PLUGINS = {
-    "cpu": ("", lambda: True),
-    "opencl": ("[pocl]", lambda: True),
+    "cpu": ("", lambda test: True),
+    "opencl": ("[pocl]", lambda test: True),
+    "cuda": ("[cuda12]", lambda test: (test or _has_nvidia_gpu()) and sys.platform != "darwin"),
+    "sparse": ("", lambda test: True),
+    "quantized": ("", lambda test: True),
 }
 
 
@@ -45,13 +60,27 @@ def ensure_venv():
 # the reference out-of-tree device plugin, installed from its own directory as a vendor's would be;
 # the test command runs the conformance suite against it and against every plugin above
 VENDOR_PLUGIN = ROOT / "examples" / "vendor_plugin"
-CONFORMANCE_DEVICES = ["cpu", "vdev", "opencl"]
+# (device, extra arguments, extra environment) for each `ember conformance` run of the test command:
+# every device plugin, the sparse layout and the quantized dtypes on cpu and opencl, and ember-cuda's
+# kernels on its host emulation (cuda_emu: the same kernel code over numpy; the real cuda device
+# needs a GPU)
+CONFORMANCE_RUNS = [
+    ("cpu", [], {}),
+    ("vdev", [], {}),
+    ("opencl", [], {}),
+    ("cpu", ["--layout", "sparse_coo"], {}),
+    ("opencl", ["--layout", "sparse_coo"], {}),
+    ("cpu", ["--dtype", "qint8"], {}),
+    ("opencl", ["--dtype", "qint8"], {}),
+    ("cuda_emu", [], {"EMBER_CUDA_EMULATE": "1"}),
+]
 
 
 def install(test=False):
     ensure_venv()
-    pkgs = [f"{ROOT}[examples,plot]"] + [f"{ROOT / 'plugins' / name}{extras}" for name, (extras, ok) in PLUGINS.items()
-                                        if ok()]
+    # the tests also need MPI (ember.distributed's mpi backend: mpi4py + mpich from PyPI)
+    core = f"{ROOT}[examples,plot,distributed]" if test else f"{ROOT}[examples,plot]"
+    pkgs = [core] + [f"{ROOT / 'plugins' / name}{extras}" for name, (extras, ok) in PLUGINS.items() if ok(test)]
     extra = ["pytest>=7", "hypothesis>=6", str(VENDOR_PLUGIN)] if test else []
     if run(PY, "-m", "pip", "install", "-q", *pkgs, *extra) != 0:
         sys.exit("pip install failed")
@@ -71,8 +100,8 @@ def test(args):
     if args:                      # a selection of tests was asked for: no conformance runs
         return rc
     ember = BIN / ("ember.exe" if os.name == "nt" else "ember")
-    for device in CONFORMANCE_DEVICES:
-        rc = run(ember, "conformance", device, "-q") or rc
+    for device, extra, env in CONFORMANCE_RUNS:
+        rc = run(ember, "conformance", device, *extra, "-q", env={**os.environ, **env}) or rc
     return rc
 
 

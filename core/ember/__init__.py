@@ -63,7 +63,9 @@ def numel(input) -> int:
 
 
 # submodules that are not device modules (``from . import nn`` asks __getattr__ before importing)
-_SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing"})
+_SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing",
+                          "sparse",
+                          "distributed"})
 
 
 def _lookup_device_module(name):
@@ -80,14 +82,23 @@ def __getattr__(name):
     # or (for a known type whose plugin is missing) a module answering is_available() -> False.
     if name.startswith("_") or name in _SUBPACKAGES:   # a submodule not imported yet: no plugin lookup
         raise AttributeError(name)
+    if name == "ao":         # ember.ao (quantization) is imported on first use, as torch.ao is always there
+        import importlib
+        return importlib.import_module("ember.ao")
     mod = _lookup_device_module(name)
     if mod is not None:
         return mod
+    if name in _dtype._QUANTIZED_NAMES:
+        if name in globals():        # registered by ember-quantized while the plugins loaded just now
+            return globals()[name]
+        raise AttributeError(f"module 'ember' has no attribute '{name}': the quantized dtypes come from the "
+                             f"ember-quantized plugin, which is not loaded: pip install ember-quantized")
     if name in _registry.KNOWN_PACKAGES:
         return _registry.missing_device_module(name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
     is_inference_mode_enabled  # noqa: E402  (importing ember.autograd installs the autograd layer)
 # The PyTorch-shaped library above the core (DESIGN section 8), imported like torch's.
-from . import nn, optim, utils, multiprocessing  # noqa: E402,F401
+from . import nn, optim, utils, multiprocessing, distributed  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
+from . import sparse  # noqa: E402,F401  (ember.sparse: mm, addmm, sum, softmax; kernels from ember-sparse)

@@ -282,6 +282,11 @@ class CachingAllocator(_StatsMixin):
         self._free = {}          # (stream, rounded size) -> [handle, ...]
         self._init_stats()
         self._sub = getattr(raw, "sub_allocation", None)   # small pool when the runtime can sub-allocate
+        # streams (a runtime with current_stream_key): blocks are keyed by the stream current at
+        # malloc; record_stream defers a dead block's reuse until events on the other streams complete
+        self._stream_of = getattr(raw, "current_stream_key", None)
+        self._recorded = {}      # id(storage) -> {stream key, ...} from record_stream
+        self._pending = []       # [([event, ...], (stream, size), handle)] freed, waiting on events
         self._segments = []      # [_Segment, ...] of the small pool
         self._tail = {}          # stream -> the segment new small blocks are carved from
 
@@ -293,8 +298,13 @@ class CachingAllocator(_StatsMixin):
 
     def malloc(self, nbytes: int, stream=None) -> UntypedStorage:
         """A new storage of ``nbytes`` bytes (OutOfMemoryError when the device has none left)."""
+        if stream is None and self._stream_of is not None:
+            stream = self._stream_of(self.device.index or 0)
         size = self.round_size(nbytes)
         pool = self._free.get((stream, size))
+        if not pool and self._pending:
+            self._process_pending()
+            pool = self._free.get((stream, size))
         if pool:
             handle = pool.pop()
         elif self._sub is not None and size < self.SMALL:
@@ -343,11 +353,41 @@ class CachingAllocator(_StatsMixin):
     def release(self, st: UntypedStorage) -> None:
         """Take back a dead storage's memory (called by UntypedStorage.__del__)."""
         self._on_free(st._size)
+        if self._recorded:
+            uses = self._recorded.pop(id(st), None)
+            if uses:
+                idx = self.device.index or 0
+                events = [self.raw.record_free_event(s, idx) for s in uses]
+                self._pending.append((events, (st._stream, st._size), st._handle))
+                return
         self._free.setdefault((st._stream, st._size), []).append(st._handle)
+
+    def record_stream(self, st: UntypedStorage, stream) -> None:
+        """``st`` is also used by work on stream ``stream`` (a key as the runtime's
+        ``current_stream_key`` gives; Tensor.record_stream). When ``st`` dies, its block returns to
+        its own stream's pool only once the work queued on ``stream`` by then has finished: the
+        runtime's ``record_free_event(stream, device_index)`` marks that point and
+        ``event_done(event, wait)`` tells when it is reached (as PyTorch's CUDA caching allocator)."""
+        if stream != st._stream:
+            self._recorded.setdefault(id(st), set()).add(stream)
+
+    def _process_pending(self, wait=False):
+        """Move blocks whose recorded streams have passed their free events back to the pools
+        (``wait=True``: wait for the events first)."""
+        done = self.raw.event_done
+        keep = []
+        for events, key, handle in self._pending:
+            if all(done(e, wait) for e in events):
+                self._free.setdefault(key, []).append(handle)
+            else:
+                keep.append((events, key, handle))
+        self._pending = keep
 
     def empty_cache(self):
         """Return every cached (unused) block to the device; small-pool segments go back
         once every block carved from them is idle."""
+        if self._pending:
+            self._process_pending(wait=True)
         carved = {}
         for seg in self._segments:
             carved.update(dict.fromkeys(seg.blocks, seg))

@@ -29,7 +29,15 @@ def info(out=None) -> int:
         except Exception as e:  # noqa: BLE001 - info must print whatever it can
             count = f"error: {e}"
         print(f"  {name:<12} devices: {count:<4} plugin: {dt.plugin}", file=out)
+        why = getattr(rt, "unavailable_reason", None)
+        if count == 0 and why is not None and why():
+            print(f"      not available: {why()}", file=out)
     print(f"layouts: {', '.join(sorted(_registry.layouts))}", file=out)
+    from .distributed import _backend as collectives
+    print("collective backends (ember.distributed):", file=out)
+    for name, e in sorted(collectives.registered_backends().items()):
+        ok = "available" if e.is_available is None or e.is_available() else "not available"
+        print(f"  {name:<12} {ok:<14} devices: {', '.join(e.devices or ('any',))}  ({e.owner})", file=out)
     return 0
 
 

@@ -111,6 +111,12 @@ class OpDef:
     # ------------------------------------------------------------ resolution
     def resolve(self, key):
         """The kernel for ``key`` = (device type, layout name, dtype), by the documented order."""
+        fn = self._resolve(key)
+        if self.structured and key[1] != "strided":
+            self.cache.pop(key, None)   # a non-strided layout's kernel is free-form: entry points must not find it cached
+        return fn
+
+    def _resolve(self, key):
         from . import _registry
         _registry.ensure_loaded()   # first use of ember: discover plugins before looking
         dev, lay, dt = key
@@ -141,6 +147,8 @@ class OpDef:
             self.resolve(key)
         except (NotImplementedError, RuntimeError):
             return "missing"
+        if self.structured and key[1] != "strided" and self.sources[key] != "native":
+            return "missing"     # entry points use only native kernels at non-strided layouts (_structured_resolver)
         return self.sources[key]
 
     def _missing_message(self, key):
@@ -234,7 +242,10 @@ def _call_args(schema):
 _TEMPLATE_STRUCTURED = """
 def {name}({sig}):
     __device, __key, __shape, __dtype = _meta({args})
-    __kernel = _cache.get(__key) or _resolve(__key)
+    try:
+        __kernel = _cache.get(__key) or _resolve(__key)
+    except _LayoutKernel as __e:      # a non-strided layout's kernel: free-form (zero-cost try)
+        return _layout_call(_op, __e.fn, out, {{{kw}}})
     if out is None:
         out = _empty(__shape, __dtype, __device)
         __kernel({args}, out=out)
@@ -304,7 +315,8 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
     ops[op.name] = op
     from . import _factory
     ns = {
-        "_meta": meta, "_cache": op.cache, "_resolve": op.resolve, "_op": op,
+        "_meta": meta, "_cache": op.cache, "_resolve": _structured_resolver(op) if structured else op.resolve, "_op": op,
+        "_LayoutKernel": _LayoutKernel, "_layout_call": _layout_call,
         "_empty": _factory.empty_on, "_check_out": _factory.check_out, "_check_outs": _factory.check_outs,
         "_check_inplace": _factory.check_inplace, "_bump": _factory.bump_version,
         "_result": multi_output_type, "_AG": _AG_STATE, "_rg_list": _rg_list,
@@ -337,6 +349,42 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
         fn_.__doc__ = f"In-place version of :func:`{op.name}`."
         fn.inplace = fn_
     return fn
+
+
+class _LayoutKernel(NotImplementedError):
+    """Raised by a structured op's resolver for a key whose layout is not strided: the kernel
+    (``fn``) is free-form. The single-output entry point catches it and calls ``_layout_call``;
+    elsewhere (in-place, multi-output) it surfaces as a NotImplementedError naming the op and layout."""
+
+    def __init__(self, op, key, fn):
+        super().__init__(f"'{op.name}' at key {_fmt_key(key)}: in-place, out= and multi-output variants are "
+                         f"not supported for the '{key[1]}' layout")
+        self.fn = fn
+
+
+def _structured_resolver(op):
+    """``op.resolve`` for structured ops' entry points: a key of a non-strided layout (sparse_coo, ...)
+    resolves only to a kernel registered for that layout, never cached, and is handed back through
+    ``_LayoutKernel`` (its kernel allocates its own result); strided keys are unchanged."""
+    def resolve(key):
+        fn = op.resolve(key)
+        if key[1] != "strided":
+            if op.sources.get(key) != "native":
+                raise NotImplementedError(op._missing_message(key).replace(
+                    "it has no composite or fallback", f"composites and fallbacks do not apply to the '{key[1]}' "
+                    f"layout"))
+            raise _LayoutKernel(op, key, fn)
+        return fn
+    return resolve
+
+
+def _layout_call(op, fn, out, kwargs):
+    """Run a non-strided layout's kernel for a structured op, with autograd left on: the layout
+    plugin builds its kernels from differentiable ops, so the graph is recorded by those ops."""
+    if out is not None:
+        raise NotImplementedError(f"{op.name}(): out= is not supported for the layout of its arguments "
+                                  f"(a non-strided layout's kernel allocates its own result)")
+    return fn(**kwargs)
 
 
 def _no_out(op):

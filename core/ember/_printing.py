@@ -239,6 +239,11 @@ def tensor_repr(t, tensor_contents=None) -> str:
     if t._device.type != "cpu":
         suffixes.append(f"device='{t._device}'")
     dt = t._dtype
+    if t._quantizer is not None:      # as torch: dequantized values, then size, dtype and the qparams
+        from ._ops._quantized import repr_suffixes
+        body = _tensor_str(t.dequantize(), indent) if t.numel() else "[]"
+        return _add_suffixes(prefix + (body if tensor_contents is None else tensor_contents),
+                             suffixes + repr_suffixes(t), indent)
     default = D.get_default_dtype()
     has_default_dtype = dt in (default, D.complex128 if default is D.float64 else D.complex64, D.int64, D.bool)
     shown = t

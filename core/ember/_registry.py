@@ -128,16 +128,23 @@ def canonical_device(dev) -> device:
     if dt.runtime.indexed:
         n = dt.runtime.device_count()
         if dev.index >= n:
-            raise RuntimeError(f"Invalid device ordinal {dev}: {n} {dev.type} device(s) available")
+            why = getattr(dt.runtime, "unavailable_reason", None) if n == 0 else None
+            why = f" ({why()})" if why is not None and why() else ""
+            raise RuntimeError(f"Invalid device ordinal {dev}: {n} {dev.type} device(s) available{why}")
     return dev
 
 
 def default_accelerator_type() -> str:
     ensure_loaded()
+    # among the available ones, the highest ``accelerator_priority`` of its runtime (default 0; ember-cuda
+    # sets 10, so a GPU is the current accelerator beside PoCL or the vdev emulator), then load order
+    best, rank = "cpu", None
     for name, dt in device_types.items():
         if name != "cpu" and dt.runtime.is_available():
-            return name
-    return "cpu"
+            r = getattr(dt.runtime, "accelerator_priority", 0)
+            if rank is None or r > rank:
+                best, rank = name, r
+    return best
 
 
 # ---------------------------------------------------------------- device modules

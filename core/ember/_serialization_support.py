@@ -154,6 +154,9 @@ def reduce_tensor(t: Tensor):
     (public names) travel too.
     ``.grad`` is not pickled (as PyTorch); a non-leaf comes back as a leaf with the same
     requires_grad."""
+    if t._quantizer is not None:          # a quantized tensor: its integers plus the quantizer
+        from ._ops._quantized import reduce_qtensor
+        return reduce_qtensor(t)
     cls = type(t)
     state = _user_state(t)
     if cls is Tensor and not state:
@@ -238,6 +241,8 @@ def deepcopy_tensor(t: Tensor, memo) -> Tensor:
     new._shape, new._stride, new._offset = t._shape, t._stride, t._offset
     new._dtype, new._device = t._dtype, t._device
     new._native = None
+    if t._quantizer is not None:          # quantizers are immutable: shared by the copy
+        new._quantizer = t._quantizer
     memo[key] = new
     if t._requires_grad:
         new.requires_grad_(True)

@@ -151,6 +151,7 @@ class Tensor:
     _extra = None           # rarely used per-tensor state (hooks, retain_grad, names)
     _output_nr = 0          # which output of its grad_fn this tensor is
     _accumulator = None     # a leaf's AccumulateGrad node (autograd)
+    _quantizer = None       # a quantized tensor's quantizer (ember._ops._quantized); views, clone, .to carry it
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
@@ -261,8 +262,8 @@ class Tensor:
 
     @property
     def is_quantized(self) -> bool:
-        """Whether the dtype is quantized (False in the core)."""
-        return False
+        """Whether the tensor is quantized: it has a quantizer (dtypes qint8 / quint8 / qint32 of ember-quantized)."""
+        return self._quantizer is not None
 
     @property
     def is_meta(self) -> bool:
@@ -318,6 +319,8 @@ class Tensor:
         if self._requires_grad or self._grad_fn is not None:
             from .autograd import _record      # imported here: autograd imports this module
             _record.on_view(self, t)
+        elif self._quantizer is not None:      # a quantized tensor's view keeps its quantizer
+            t._quantizer = self._quantizer.view_of(self, t)
         return t
 
     def as_strided(self, size, stride, storage_offset=None):
@@ -387,6 +390,8 @@ class Tensor:
                                "supported by ember yet")
         t = self._view(self._shape, self._stride, self._offset)
         t._dtype = dtype
+        if t._quantizer is not None and dtype is not self._dtype:   # the raw integers: no longer quantized
+            t._quantizer = None
         return t
 
     def view_as(self, other):
@@ -779,6 +784,8 @@ class Tensor:
             self._vc = [0]
         t._dtype, t._device, t._vc = self._dtype, self._device, self._vc
         t._native = self._native
+        if self._quantizer is not None:
+            t._quantizer = self._quantizer
         return t
 
     # ------------------------------------------------------------ conversion
@@ -878,6 +885,35 @@ class Tensor:
             return False
         rt = self._pinning_runtime(device)
         return rt is not None and builtins.bool(rt.is_pinned(self))
+
+    def record_stream(self, stream) -> None:
+        """Mark this tensor's memory as used by ``stream`` (matches torch.Tensor.record_stream):
+        when the storage is freed, the caching allocator reuses its block only after the work
+        queued on ``stream`` by then has finished. NotImplementedError on a device whose runtime
+        has no "streams" service."""
+        from . import _registry
+        rt = _registry.device_type(self._device.type).runtime
+        alloc = self._storage._allocator
+        if "streams" not in rt.services or not hasattr(rt, "stream_key") or not hasattr(alloc, "record_stream"):
+            raise NotImplementedError(f"record_stream: the '{self._device.type}' device (plugin "
+                                      f"'{_registry.device_type(self._device.type).plugin}') has no service 'streams'")
+        alloc.record_stream(self._storage, rt.stream_key(stream))
+
+    @property
+    def __cuda_array_interface__(self):
+        """The CUDA Array Interface (version 3) of a tensor whose runtime provides it (ember-cuda),
+        for zero-copy exchange with cupy / numba / PyTorch (matches
+        torch.Tensor.__cuda_array_interface__). AttributeError for other devices, so that
+        ``hasattr`` is False there; RuntimeError for a tensor that requires grad."""
+        from . import _registry
+        f = getattr(_registry.device_type(self._device.type).runtime, "cuda_array_interface", None)
+        if f is None:
+            raise AttributeError(f"Can't get __cuda_array_interface__ on non-CUDA tensor type: {self._device.type} "
+                                 f"tensor. If CUDA data is required use tensor.cuda() to copy tensor to device memory.")
+        if self._requires_grad:
+            raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad. If gradients "
+                               "aren't required, use var.detach() to get Variable that doesn't require grad.")
+        return f(self)
 
     def __array__(self, dtype=None, copy=None):
         a = self.numpy(force=True) if not self._requires_grad else self.detach().numpy(force=True)

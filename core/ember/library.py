@@ -14,9 +14,44 @@ from . import _dispatch, _registry
 from ._dispatch import ANY
 from ._device import layout as _layout_cls, device as _device_cls
 from ._dtype import dtype as _dtype_cls, ALL_DENSE, FLOATING, INTEGRAL, COMPLEX
+from ._dtype import new_dtype  # noqa: F401  (a plugin's own dtype, for register_dtype)
 
 __all__ = ["DeviceRuntime", "Registry", "Library", "ANY", "ALL_DENSE", "FLOATING", "INTEGRAL", "COMPLEX",
-           "register_autograd", "cpu_fallback"]
+           "register_autograd", "cpu_fallback", "new_dtype", "PhiloxState"]
+
+
+class PhiloxState:
+    """A device generator's state for a counter-based generator such as Philox4x32-10 (the
+    family of cuRAND's and PyTorch's CUDA generator): a 64-bit key (the seed) and a 64-bit
+    counter offset that every random kernel advances. A device runtime's
+    ``new_generator_state(seed, index)`` may return one.
+
+    ``reserve(n)`` returns the offset a kernel drawing ``n`` counter values starts at and moves
+    the state past them, so consecutive calls never reuse a counter. ``get_state()`` /
+    ``set_state(raw)`` round-trip it as 16 bytes (seed, offset as little-endian uint64);
+    ``set_state`` raises RuntimeError for any other length.
+    """
+
+    def __init__(self, seed: int):
+        self.seed = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
+        self.offset = 0
+
+    def reserve(self, n: int) -> int:
+        start = self.offset
+        self.offset = (self.offset + int(n)) & 0xFFFF_FFFF_FFFF_FFFF
+        return start
+
+    def get_state(self) -> bytes:
+        return self.seed.to_bytes(8, "little") + self.offset.to_bytes(8, "little")
+
+    def set_state(self, raw: bytes) -> None:
+        raw = bytes(raw)
+        if len(raw) != 16:
+            raise RuntimeError(f"set_state: a Philox generator state is 16 bytes (seed, offset), got {len(raw)}")
+        self.seed, self.offset = int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:], "little")
+
+    def __repr__(self):
+        return f"PhiloxState(seed={self.seed}, offset={self.offset})"
 
 
 class DeviceRuntime:
@@ -217,6 +252,18 @@ class Registry:
                 import ember
                 ember.__dict__.pop(d.name, None)
             return undo
+        self._staged.append(apply)
+
+    def register_collective_backend(self, name: str, factory, *, devices=None, is_available=None):
+        """A collective backend ``name`` for ``ember.distributed`` (e.g. a vendor's for its device
+        type): ``factory(rank, world_size, timeout, init_method)`` returns an
+        ``ember.distributed.CollectiveBackend``; ``devices`` lists the device types it serves
+        (None: all). ``init_process_group(backend=name)`` or ``"cpu:mpi,<type>:<name>"`` uses it."""
+        def apply():
+            from .distributed import _backend
+            _backend.register_backend(name, factory, devices=devices, owner=f"plugin '{self.plugin}'",
+                                      is_available=is_available)
+            return lambda: _backend.unregister_backend(name)
         self._staged.append(apply)
 
     def library(self, namespace: str) -> "Library":

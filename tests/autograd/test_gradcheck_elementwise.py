@@ -664,7 +664,9 @@ INTEGER_OUTPUT_OPS = {
 }
 #: ops with floating outputs and no derivative, as in PyTorch: factories (no tensor input), and set
 #: ops whose backward raises "the derivative for ... is not implemented" (PyTorch's _unique2 does too)
-NON_DIFFERENTIABLE_OPS = {"arange", "eye", "linspace", "randperm", "unique", "unique_consecutive"}
+NON_DIFFERENTIABLE_OPS = {"arange", "eye", "linspace", "randperm", "unique", "unique_consecutive",
+                          # quantized outputs never require grad (as in PyTorch); QAT uses fake_quantize_*
+                          "quantize_per_tensor", "quantize_per_channel", "dequantize"}
 
 
 def _plugin_namespaces():

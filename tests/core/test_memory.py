@@ -58,15 +58,6 @@ def test_cpu_device_module_surface():
     assert cpu.initial_seed() == 3
 
 
-def test_missing_cuda_module_behaves_like_cpu_only_pytorch():
-    assert ember.cuda.is_available() is False
-    assert ember.cuda.device_count() == 0
-    with pytest.raises(RuntimeError, match="device type 'cuda' is not available: pip install ember-cuda"):
-        ember.cuda.current_device()
-    with pytest.raises(RuntimeError, match="pip install ember-cuda"):
-        ember.cuda.memory_allocated()
-
-
 def test_storage_api():
     t = ember.arange(6, dtype=ember.int32)
     s = t.untyped_storage()

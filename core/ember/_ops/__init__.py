@@ -14,6 +14,9 @@ _nn           relu, softmax, log_softmax, nll_loss, im2col / col2im, max pooling
 _random       rand, randn, randint, randperm, normal, bernoulli, ...
 """
 from . import _copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv  # noqa: F401
+from . import _quantized  # noqa: F401  (quantized tensors: the ops ember-quantized implements)
+from . import _sparse  # noqa: F401  (sparse_coo_tensor, to_sparse / to_dense: ember-sparse's entry points)
 from ._creation import frombuffer_bytes  # noqa: F401
 
-MODULES = (_copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv)
+MODULES = (_copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv,
+           _quantized, _sparse)

@@ -24,6 +24,9 @@ def _copy_meta(self, src, non_blocking=False):
     check_tensor(self, "copy_", "self")
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
+    if src._quantizer is not None and self._dtype is not src._dtype and self._quantizer is None:
+        raise RuntimeError("Copying from quantized Tensor to non-quantized Tensor is not allowed, please use "
+                           "dequantize to get a float Tensor from a quantized Tensor")
     if src._shape != self._shape:
         if broadcast_shapes(self._shape, src._shape) != self._shape:
             raise RuntimeError(f"output with shape [{', '.join(map(str, self._shape))}] doesn't match the broadcast "
@@ -51,6 +54,18 @@ def copy_(self, src, non_blocking=False):
 def _copy_impl(self, src, non_blocking=False):
     if isinstance(src, Tensor) and src._device is not self._device and src._device != self._device:
         _copy_meta(self, src)
+        if self._quantizer is not None and src._quantizer is None:
+            # a float src into a quantized tensor (ember-quantized): move it, then quantize on self's device
+            return _copy_impl(self, src.to(self._device), non_blocking)
+        if src._quantizer is not None:     # quantized: the integers go through the host, the qparams with them
+            self._quantizer = src._quantizer
+        # a runtime may copy directly (DMA, peer copies, non_blocking from pinned memory):
+        # copy_across(dst, src, non_blocking) returns True when it did, False to go through the host
+        for dev in (self._device, src._device):
+            across = getattr(_registry.device_type(dev.type).runtime, "copy_across", None)
+            if across is not None and across(self, src, non_blocking):
+                bump_version(self)
+                return self
         host = _registry.device_type(src._device.type).runtime.to_numpy(src)
         if src._shape != self._shape:
             import numpy as np
@@ -105,6 +120,8 @@ def clone(input, *, memory_format=None):
     """A contiguous copy with its own storage (matches torch.clone)."""
     check_tensor(input, "clone")
     out = empty_on(input._shape, input._dtype, input._device)
+    if input._quantizer is not None:      # a quantized tensor's copy keeps its quantizer
+        out._quantizer = input._quantizer
     if _AG.check and input._requires_grad:
         copy_(out, input)
         out._grad_fn._name = "CloneBackward0"
@@ -153,6 +170,8 @@ def to(self, *args, **kwargs):
     if dev is self._device and dtype is self._dtype and not copy:
         return self
     out = empty_on(self._shape, dtype, dev)
+    if self._quantizer is not None and dtype is self._dtype:
+        out._quantizer = self._quantizer
     copy_(out, self, non_blocking)
     out._vc = None
     if out._grad_fn is not None:

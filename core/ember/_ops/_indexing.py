@@ -63,7 +63,7 @@ def _check_scalar(value, dtype):
         value = value.item()
     if isinstance(value, (bool, np.bool_)) or dtype is D.bool or dtype.is_complex:
         return
-    name = _CTYPE_FIXED.get(dtype.name) or _CTYPE[dtype.name]
+    name = _CTYPE_FIXED.get(dtype.name) or _CTYPE.get(dtype.name, dtype.name)   # a plugin dtype: its name
     bad = False
     if isinstance(value, (complex, np.complexfloating)):
         bad = True

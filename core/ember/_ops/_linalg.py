@@ -134,7 +134,8 @@ def _matmul_shape(a, b):
 
 def _matmul_meta(self, other):
     try:
-        ck = (self._dtype, other._dtype, self._shape, other._shape, self._device, other._device, self._layout)
+        ck = (self._dtype, other._dtype, self._shape, other._shape, self._device, other._device, self._layout,
+              other._layout)
         return _matmul_cache[ck]
     except KeyError:
         pass
@@ -142,7 +143,8 @@ def _matmul_meta(self, other):
         _check_pair("matmul", self, other)
     device = same_device(self, other)
     shape = _matmul_shape(self, other)
-    r = device, _key(device, self, self._dtype), shape, self._dtype
+    lay_t = other if other._layout is not self._layout and self._layout.name == "strided" else self  # dense @ sparse
+    r = device, _key(device, lay_t, self._dtype), shape, self._dtype
     if len(_matmul_cache) > _CACHE_LIMIT:
         _matmul_cache.clear()
     _matmul_cache[ck] = r
@@ -196,7 +198,8 @@ _mm_cache = meta_cache()
 
 def _mm_meta(self, mat2):
     try:
-        ck = (self._dtype, mat2._dtype, self._shape, mat2._shape, self._device, mat2._device, self._layout)
+        ck = (self._dtype, mat2._dtype, self._shape, mat2._shape, self._device, mat2._device, self._layout,
+              mat2._layout)
         return _mm_cache[ck]
     except KeyError:
         pass
@@ -208,7 +211,8 @@ def _mm_meta(self, mat2):
     if mat2.dim() != 2:
         raise RuntimeError("mat2 must be a matrix")
     shape = _mm_check(self, mat2, self._shape, mat2._shape)
-    r = device, _key(device, self, self._dtype), shape, self._dtype
+    lay_t = mat2 if mat2._layout is not self._layout and self._layout.name == "strided" else self   # dense @ sparse
+    r = device, _key(device, lay_t, self._dtype), shape, self._dtype
     if len(_mm_cache) > _CACHE_LIMIT:
         _mm_cache.clear()
     _mm_cache[ck] = r

@@ -193,6 +193,8 @@ def make_binary_meta(opname, rule="promote", *, alpha=False, bool_ok=True, error
         compute, out = _binary_dtypes(rule, opname, self, other, errors)
         shape = _broadcast2(self._shape, other._shape) if isinstance(other, Tensor) else self._shape
         layout = self._layout
+        if layout.name == "strided" and isinstance(other, Tensor) and other._layout is not layout:
+            layout = other._layout      # dense op sparse: the sparse layout's kernel decides (memoised)
         return device, (device.type, layout.name, compute), shape, out
 
     def meta(self, other, alpha=1):

@@ -234,8 +234,9 @@ def _accumulate(pending, create_graph):
                 t._grad = g                 # the engine's own fresh buffer: no copy (PyTorch's "steal")
             else:
                 t._grad = g.detach().clone()
-        elif create_graph or STATE.enabled and old._requires_grad:
-            t._grad = old + g
+        elif create_graph or STATE.enabled and old._requires_grad or old._layout.name != "strided" \
+                or g._layout.name != "strided":
+            t._grad = old + g               # (a sparse gradient: out of place, sparse + sparse or dense + sparse)
         else:
             old.add_(g.detach())
         if is_leaf:

@@ -90,6 +90,31 @@ def _analytical(outputs, inputs, diff_idx):
     return jac
 
 
+def _is_sparse(x):
+    return isinstance(x, Tensor) and x._layout.name != "strided"
+
+
+def _masked(func, inputs):
+    """Sparse inputs and outputs, PyTorch's masked semantics: a sparse input that requires grad is
+    checked through its (coalesced) specified values, a sparse output through its dense form."""
+    specs = {i: x for i, x in enumerate(inputs) if _is_sparse(x)}
+    new = list(inputs)
+    for i, x in specs.items():
+        c = x.detach().coalesce()
+        specs[i] = (c._indices(), tuple(x._shape))
+        new[i] = c._values().clone().requires_grad_(x._requires_grad)
+
+    def wrapped(*args):
+        from .._ops._sparse import sparse_coo_tensor
+        args = [sparse_coo_tensor(specs[i][0], a, specs[i][1], is_coalesced=True) if i in specs else a
+                for i, a in enumerate(args)]
+        out = func(*args)
+        if isinstance(out, Tensor):
+            return out.to_dense() if _is_sparse(out) else out
+        return tuple(o.to_dense() if _is_sparse(o) else o for o in out)
+    return wrapped, tuple(new)
+
+
 def _fmt(a):
     from .._ops._creation import tensor
     return repr(tensor(a, dtype=__import__("ember").float64))
@@ -111,6 +136,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     if check_forward_ad or check_batched_grad or check_batched_forward_grad:
         raise NotImplementedError("ember.autograd.gradcheck: forward-mode and batched checks are not supported")
     inputs = _as_tuple(inputs)
+    func, inputs = _masked(func, inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._requires_grad]
     if not diff_idx:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "

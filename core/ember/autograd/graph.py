@@ -135,6 +135,10 @@ class AccumulateGrad(Node):
     def __init__(self, variable):
         super().__init__(())
         self._variable = weakref.ref(variable)
+        # run as soon as it is ready (the engine pops the highest seq_nr first), as PyTorch gives
+        # AccumulateGrad the top priority: a leaf's tensor hooks (DDP's gradient-ready hooks)
+        # then fire during backward, not after every other node
+        self.seq_nr += 1 << 62
 
     @property
     def variable(self):

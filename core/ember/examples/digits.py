@@ -2,6 +2,7 @@
 
     python -m ember.examples.digits                        # MLP on cpu, the defaults below
     python -m ember.examples.digits --model cnn --device opencl --plot curve.png
+    mpiexec -n 2 python -m ember.examples.digits --distributed   # DistributedDataParallel over MPI
 
 The data is real and ships with scikit-learn (``sklearn.datasets.load_digits``: 1797 8x8
 grey-scale images of the digits 0-9, pixel values 0..16), so nothing is downloaded. It is
@@ -95,8 +96,14 @@ def _shifted(xb, padded, generator):
 
 
 def train(model: nn.Module, data, *, epochs: int, batch_size: int, lr: float, seed: int,
-          augment: bool = False, progress: bool = True, device="cpu"):
+          augment: bool = False, progress: bool = True, device="cpu", distributed: bool = False,
+          verify_sync: bool = False):
     """Train ``model`` in place; returns ``(history, optimizer, seconds)``.
+
+    ``distributed``: ``model`` is a DistributedDataParallel; each rank reads its share of every
+    global batch of ``batch_size`` (a DistributedSampler, reshuffled per epoch), and the losses
+    reported are averaged over ranks. ``verify_sync``: after every step, check that the parameters
+    are bit-identical on every rank (RuntimeError naming the step otherwise).
 
     ``history`` has one dict per epoch: ``epoch``, ``train_loss`` (mean over the epoch's
     batches), ``test_loss``, ``test_accuracy``."""
@@ -104,8 +111,14 @@ def train(model: nn.Module, data, *, epochs: int, batch_size: int, lr: float, se
     dataset = TensorDataset(x_tr, y_tr)
     # A BatchSampler as the sampler (batch_size=None) hands the dataset a list of indices, so a batch
     # is one indexing op per tensor instead of batch_size item lookups and a stack (PyTorch's idiom).
-    batches = BatchSampler(RandomSampler(dataset, generator=ember.Generator().manual_seed(seed)),
-                           batch_size, drop_last=False)
+    if distributed:
+        from ember.utils.data import DistributedSampler
+        dist_sampler = DistributedSampler(dataset, shuffle=True, seed=seed)
+        world = ember.distributed.get_world_size()
+        batches = BatchSampler(dist_sampler, -(-batch_size // world), drop_last=False)
+    else:
+        batches = BatchSampler(RandomSampler(dataset, generator=ember.Generator().manual_seed(seed)),
+                               batch_size, drop_last=False)
     loader = DataLoader(dataset, sampler=batches, batch_size=None)
     aug_gen = ember.Generator().manual_seed(seed + 1) if augment else None
     opt = ember.optim.Adam(model.parameters(), lr=lr)
@@ -115,6 +128,8 @@ def train(model: nn.Module, data, *, epochs: int, batch_size: int, lr: float, se
     start = time.perf_counter()
     for epoch in bar:
         model.train()
+        if distributed:
+            dist_sampler.set_epoch(epoch)
         total, batches = 0.0, 0
         for xb, yb in loader:
             if augment:
@@ -123,8 +138,12 @@ def train(model: nn.Module, data, *, epochs: int, batch_size: int, lr: float, se
             opt.zero_grad()
             loss.backward()
             opt.step()
+            if verify_sync:
+                _verify_in_sync(model, epoch, batches)
             total += loss.item()
             batches += 1
+        if distributed:
+            total = _mean_over_ranks(total)
         sched.step()
         test_loss, test_acc = evaluate(model, x_te, y_te)
         history.append({"epoch": epoch, "train_loss": total / batches, "test_loss": test_loss,
@@ -132,6 +151,27 @@ def train(model: nn.Module, data, *, epochs: int, batch_size: int, lr: float, se
         if hasattr(bar, "set_postfix"):
             bar.set_postfix(loss=f"{total / batches:.4f}", test_acc=f"{test_acc:.4f}")
     return history, opt, time.perf_counter() - start
+
+
+def _verify_in_sync(model, epoch, step):
+    """RuntimeError unless every rank's parameters equal rank 0's bit for bit."""
+    dist = ember.distributed
+    flat = ember.cat([p.detach().reshape(-1) for p in model.parameters()])
+    mine = flat.view(ember.int32)                 # compare bits, not values (-0.0 vs 0.0, nan)
+    ref = mine.clone()
+    dist.broadcast(ref, src=0)
+    if not ember.equal(mine, ref):
+        raise RuntimeError(f"rank {dist.get_rank()}: parameters differ from rank 0's after epoch {epoch} step {step}")
+    _verify_in_sync.steps += 1
+
+
+_verify_in_sync.steps = 0
+
+
+def _mean_over_ranks(value: float) -> float:
+    t = ember.tensor([value], dtype=ember.float64)
+    ember.distributed.all_reduce(t, op=ember.distributed.ReduceOp.AVG)
+    return t.item()
 
 
 def _progress(it, enabled):
@@ -197,6 +237,18 @@ def parse_args(argv=None):
     p.add_argument("--no-augment", dest="augment", action="store_false",
                    help="train the CNN without random one-pixel shifts")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.add_argument("--distributed", action="store_true",
+                   help="data-parallel training on every rank of an MPI job: mpiexec -n 2 python -m "
+                        "ember.examples.digits --distributed (the global batch stays --batch-size)")
+    p.add_argument("--verify-sync", action="store_true",
+                   help="with --distributed: check after every step that all ranks hold bit-identical parameters")
+    p.add_argument("--quantize", choices=("dynamic", "static", "qat"), default=None,
+                   help="after training, quantize the model to int8 (ember.ao.quantization; needs ember-quantized) "
+                        "and report its accuracy, state-dict size and throughput against the float model")
+    p.add_argument("--qengine", choices=("x86", "fbgemm", "qnnpack", "onednn"), default="qnnpack",
+                   help="with --quantize static|qat: whose default qconfig to use (default qnnpack: per-tensor "
+                        "weights; x86: per-channel)")
+    p.add_argument("--qat-epochs", type=int, default=3, help="with --quantize qat: fine-tuning epochs (default 3)")
     args = p.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1 or not (args.lr > 0 and math.isfinite(args.lr)):
         p.error("--epochs and --batch-size must be >= 1 and --lr a positive number")
@@ -210,19 +262,37 @@ def main(argv=None) -> dict:
     data = load_digits_split(args.seed, device=device)
     model = build_model(args.model).to(device)
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"digits: {len(data[0])} train / {len(data[2])} test images, model {args.model} "
-          f"({n_params} parameters) on {device}")
-    history, opt, seconds = train(model, data, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+    rank, world, trained = 0, 1, model
+    if args.distributed:
+        import ember.distributed as dist
+        if not dist.is_initialized():
+            dist.init_process_group("mpi")
+        rank, world = dist.get_rank(), dist.get_world_size()
+        trained = nn.parallel.DistributedDataParallel(model)
+    if rank == 0:
+        print(f"digits: {len(data[0])} train / {len(data[2])} test images, model {args.model} "
+              f"({n_params} parameters) on {device}" + (f", {world} ranks (DistributedDataParallel)"
+                                                        if args.distributed else ""))
+    _verify_in_sync.steps = 0
+    history, opt, seconds = train(trained, data, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                                   seed=args.seed, augment=args.augment and args.model == "cnn",
-                                  progress=args.progress, device=device)
+                                  progress=args.progress and rank == 0, device=device,
+                                  distributed=args.distributed, verify_sync=args.verify_sync and args.distributed)
     acc = history[-1]["test_accuracy"]
-    print(f"test accuracy: {100 * acc:.2f} % after {args.epochs} epochs ({seconds:.1f} s training)")
-    result = {"test_accuracy": acc, "history": history, "seconds": seconds, "model": model}
-    if args.checkpoint:
+    if rank == 0:
+        print(f"test accuracy: {100 * acc:.2f} % after {args.epochs} epochs ({seconds:.1f} s training)")
+    if args.verify_sync and args.distributed:
+        print(f"rank {rank}: parameters bit-identical to rank 0's after every one of {_verify_in_sync.steps} steps")
+    result = {"test_accuracy": acc, "history": history, "seconds": seconds, "model": model,
+              "rank": rank, "world_size": world, "sync_checks": _verify_in_sync.steps}
+    if args.checkpoint and rank == 0:
         _check_checkpoint(args.checkpoint, model, opt, args, data[2])
         print(f"checkpoint: saved to {args.checkpoint}, reloaded, predictions identical")
     if args.plot and _plot(history, args.plot):
         print(f"plot: {args.plot}")
+    if args.quantize and rank == 0:
+        from .digits_quantize import run as run_quantized
+        result["quantized"] = run_quantized(args, model, data)
     return result
 
 

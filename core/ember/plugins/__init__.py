@@ -183,7 +183,7 @@ def _validate_arguments(pm, obj, name):
 def _validate_unknown_hooks(pm, obj, name):
     # pluggy's check_pending, scoped to this plugin, with a message that names it
     for hook_name in dir(pm.hook):
-        if not hook_name.startswith("ember_"):
+        if hook_name.startswith("__"):
             continue
         caller = getattr(pm.hook, hook_name)
         if not caller.has_spec():

@@ -60,7 +60,11 @@ def ember_register(registry) -> None:
     :param registry: an ``ember.library.Registry`` bound to this plugin, with
         ``register_device_type`` (a device type, its ``ember.library.DeviceRuntime``:
         raw allocator, host copies, device count, generator), ``register_layout``,
-        ``register_dtype``, ``register_fallback``, and ``library(namespace)`` which
+        ``register_dtype``, ``register_fallback``, ``register_collective_backend`` (a
+        collective backend for ``ember.distributed``, e.g. for the plugin's device type:
+        ``registry.register_collective_backend("vccl", factory, devices=["vdev"])``, where
+        ``factory(rank, world_size, timeout, init_method)`` returns an
+        ``ember.distributed.CollectiveBackend``), and ``library(namespace)`` which
         returns an ``ember.library.Library`` for kernel registration and new ops.
 
     Registration is all-or-nothing: if the hook raises, nothing it registered is

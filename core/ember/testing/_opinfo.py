@@ -43,6 +43,8 @@ def describe(x) -> str:
     (with ``stride=`` when it is not contiguous); other values as ``repr``."""
     import ember
     if isinstance(x, ember.Tensor):
+        if x.layout.name != "strided":
+            return f'Tensor[size={tuple(x.shape)}, layout={x.layout.name}, device="{x.device}", dtype={x.dtype.name}]'
         extra = "" if x.is_contiguous() else f", stride={tuple(x.stride())}"
         return f'Tensor[size={tuple(x.shape)}{extra}, device="{x.device}", dtype={x.dtype.name}]'
     if isinstance(x, (list, tuple)) and any(isinstance(v, ember.Tensor) for v in x):
@@ -156,7 +158,10 @@ class OpInfo:
         """The dtype names to test on ``device_type``, given the dtypes the device supports."""
         want = self.dtypes_per_device.get(device_type, self.dtypes)
         avail = list(available)
-        return avail if want is None else [d for d in avail if d in set(want)]
+        if want is None:   # "every dtype" means the dense ones; a plugin dtype (qint8) only when listed
+            from ember.library import ALL_DENSE
+            return [d for d in avail if d in {x.name for x in ALL_DENSE}]
+        return [d for d in avail if d in set(want)]
 
     def tolerance(self, dtype_name: str):
         """(rtol, atol) for results of ``dtype_name`` (exact, (0, 0), for integer and bool dtypes)."""
@@ -198,14 +203,23 @@ def make_tensor(shape, *, device="cpu", dtype=None, low=None, high=None, require
     elif dtype.is_floating_point:
         lo, hi = (-9.0 if low is None else low), (9.0 if high is None else high)
         a = rng.uniform(lo, hi, full)
+    elif name in ("qint8", "quint8", "qint32"):
+        a = None
     else:
         unsigned = name.startswith("uint")
         lo = (0 if unsigned else -9) if low is None else int(low)
         hi = 10 if high is None else int(high)
         a = rng.integers(lo, hi, full)
-    if exclude_zero:
+    if exclude_zero and a is not None:
         a = np.where(a == 0, 1, a) if name != "bool" else np.ones_like(a)
-    t = ember.tensor(a.astype(dtype.numpy_dtype if name != "bfloat16" else np.float32), dtype=dtype, device=device)
+    if name in ("qint8", "quint8", "qint32"):   # quantized (ember-quantized): uniform floats quantized per tensor
+        from ember._ops._quantized import sample_qparams
+        lo, hi = (-9.0 if low is None else low), (9.0 if high is None else high)
+        scale, zp = sample_qparams(dtype, lo, hi)
+        t = ember.quantize_per_tensor(ember.tensor(rng.uniform(lo, hi, full).astype(np.float32), device=device),
+                                      scale, zp, dtype)
+    else:
+        t = ember.tensor(a.astype(dtype.numpy_dtype if name != "bfloat16" else np.float32), dtype=dtype, device=device)
     if noncontiguous:
         t = t[::2]
     t = t.reshape(shape) if not noncontiguous else _strided_view(t, shape)

@@ -25,7 +25,7 @@ import os
 
 import numpy as np
 
-from ember.library import DeviceRuntime
+from ember.library import DeviceRuntime, PhiloxState
 
 
 class DeviceState:
@@ -50,37 +50,6 @@ class DeviceState:
 
     def __repr__(self):
         return f"DeviceState({self.label}, {self.device.name!r})"
-
-
-class PhiloxState:
-    """Per-device random state for the counter-based Philox4x32-10 generator: a 64-bit key
-    (the seed) and a 64-bit counter offset that every random kernel advances.
-
-    ``reserve(n)`` returns the offset a kernel drawing ``n`` counter values starts at and moves
-    the state past them, so consecutive calls never reuse a counter. The state round-trips as
-    16 bytes (``seed``, ``offset`` as little-endian uint64).
-    """
-
-    def __init__(self, seed: int):
-        self.seed = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
-        self.offset = 0
-
-    def reserve(self, n: int) -> int:
-        start = self.offset
-        self.offset = (self.offset + int(n)) & 0xFFFF_FFFF_FFFF_FFFF
-        return start
-
-    def get_state(self) -> bytes:
-        return np.array([self.seed, self.offset], dtype="<u8").tobytes()
-
-    def set_state(self, raw: bytes) -> None:
-        raw = bytes(raw)
-        if len(raw) != 16:
-            raise RuntimeError(f"set_state: an opencl generator state is 16 bytes (seed, offset), got {len(raw)}")
-        self.seed, self.offset = (int(v) for v in np.frombuffer(raw, dtype="<u8"))
-
-    def __repr__(self):
-        return f"PhiloxState(seed={self.seed}, offset={self.offset})"
 
 
 def _enumerate():

@@ -458,7 +458,17 @@ DEVICE_CHECKS = {
 
 
 def run_device_check(name, target):
-    """Run ``device_<name>``; an unexpected exception becomes a ConformanceFailure."""
+    """Run ``device_<name>``; an unexpected exception becomes a ConformanceFailure.
+
+    The checks use the target's dense dtypes (a plugin dtype such as qint8, asked for with
+    ``--dtype``, is tested by its plugin's OpInfos); with none, the device's own dtypes."""
+    from ember.library import ALL_DENSE
+    dense = {d.name for d in ALL_DENSE}
+    if any(d not in dense for d in target.dtypes):
+        import dataclasses
+        from ._runner import device_dtypes
+        target = dataclasses.replace(target, dtypes=[d for d in target.dtypes if d in dense] or
+                                     [d for d in device_dtypes(target.device_type) if d in dense])
     try:
         DEVICE_CHECKS[name](target)
     except (ConformanceFailure, NotApplicable):

@@ -6,11 +6,13 @@ import warnings
 import sys
 import traceback
 
+from ..._dtype import ALL_DENSE
 from . import _xfails
 from ._device_checks import DEVICE_CHECKS, run_device_check
 from ._report import Outcome, Results, render_text, write_report
 from ._runner import (ConformanceFailure, NotApplicable, applies, check_errors, check_grad, dispatch_source,
-                      grad_dtype, grad_samples, load_opinfos, make_target, op_dtypes, run_case, Case, samples_of)
+                      grad_dtype, grad_samples, load_opinfos, make_target, op_dtypes, opinfos_for_layout, run_case,
+                      Case, samples_of)
 
 __all__ = ["run_conformance", "add_arguments", "main"]
 
@@ -56,8 +58,7 @@ def _run_conformance(device, dtypes, ops, layout, opinfos, xfail_files, device_c
     from ember import profiler
     target = make_target(device, dtypes, layout)
     infos = load_opinfos(ops, opinfos, target.device_type)
-    if layout != "strided":
-        infos = [o for o in infos if layout in o.layout_samplers]
+    infos = opinfos_for_layout(infos, layout)
     results = Results(target, infos)
     xf = _xfails.XfailSet(_xfails.plugin_xfails(target.device_type))
     for f in xfail_files or ():
@@ -127,7 +128,9 @@ def add_arguments(p) -> None:
                                                    "to test instead of the op database")
     p.add_argument("--no-device-checks", action="store_true", help="skip the device-level checks")
     p.add_argument("--write-coverage", nargs="?", const="docs/coverage", default=None, metavar="DIR",
-                   help="write the matrix to DIR/<device type>.md (default DIR: docs/coverage)")
+                   help="write the matrix to DIR/<device type>.md, DIR/<device type>-<layout>.md for a non-strided "
+                        "layout, DIR/<device type>-<dtypes>.md for a run restricted to plugin dtypes "
+                        "(default DIR: docs/coverage)")
     p.add_argument("--list-checks", action="store_true", help="list the test and device-check names and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the totals and the failures")
     p.add_argument("-v", "--verbose", action="store_true", help="print each op as it starts (to stderr)")
@@ -169,7 +172,12 @@ def main(args, out=None) -> int:
         print(f"report written to {args.report}", file=out)
     if args.write_coverage:
         import os
-        path = os.path.join(args.write_coverage, f"{results.target.device_type}.md")
+        name = results.target.device_type
+        if args.layout != "strided":
+            name += f"-{args.layout}"
+        elif args.dtype and not any(d.strip() in {d.name for d in ALL_DENSE} for d in args.dtype.split(",")):
+            name += "-" + args.dtype.replace(",", "-")        # e.g. cpu-qint8.md (a dtype plugin's run)
+        path = os.path.join(args.write_coverage, f"{name}.md")
         write_report(results, path, coverage=True)
         print(f"coverage table written to {path}", file=out)
     return results.exit_code

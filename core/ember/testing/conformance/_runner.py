@@ -77,6 +77,20 @@ def device_dtypes(device_type: str) -> list:
     return sorted(set(names), key=lambda n: (order.index(n) if n in order else len(order), n))
 
 
+def generic_dtypes() -> list:
+    """Dtype names registered by plugins that provide dtypes but no device type (ember-quantized's
+    qint8, quint8, qint32): they work on every device, and are tested when asked for (``--dtype``)."""
+    import ember
+    from ember import _registry, plugins
+    _registry.ensure_loaded()
+    out = []
+    for p in plugins.list():
+        prov = p.provides or {}
+        if p.status == "loaded" and prov.get("dtypes") and not prov.get("device_types"):
+            out += [getattr(d, "name", d) for d in prov["dtypes"] if hasattr(ember, getattr(d, "name", d))]
+    return out
+
+
 def make_target(device, dtypes=None, layout: str = "strided") -> Target:
     """A Target for ``device`` ("cpu", "vdev", "vdev:1"); ``dtypes`` restricts the dtypes tested.
 
@@ -92,11 +106,11 @@ def make_target(device, dtypes=None, layout: str = "strided") -> Target:
     avail = device_dtypes(dev.type)
     if dtypes:
         want = [d.strip() for d in (dtypes.split(",") if isinstance(dtypes, str) else dtypes) if d.strip()]
-        unknown = [d for d in want if d not in avail]
+        unknown = [d for d in want if d not in avail and d not in generic_dtypes()]
         if unknown:
             raise ValueError(f"dtype(s) {', '.join(unknown)} not declared by device type '{dev.type}' "
                              f"(it declares: {', '.join(avail)})")
-        avail = [d for d in avail if d in want]
+        avail = [d for d in avail if d in want] + [d for d in want if d not in avail]
     second = None
     if dt.runtime.indexed:
         n = dt.runtime.device_count()
@@ -216,6 +230,14 @@ def applies(test, opinfo) -> bool:
             "grad": opinfo.supports_autograd}[test]
 
 
+def opinfos_for_layout(opinfos, layout: str) -> list:
+    """The entries a run at ``layout`` tests: for a non-strided layout those with a sampler for it;
+    for strided, all but the entries that have samples for other layouts only (ember-sparse's)."""
+    if layout != "strided":
+        return [o for o in opinfos if layout in o.layout_samplers]
+    return [o for o in opinfos if o.sample_inputs is not None or not o.layout_samplers]
+
+
 def cases_for(test, target, opinfos) -> list:
     """Every Case of ``test`` on ``target`` (generates the samples to count them)."""
     out = []
@@ -252,6 +274,8 @@ def run_case(case, target):
 def _np(x):
     import ember
     if isinstance(x, ember.Tensor):
+        if x._layout.name != "strided":        # a sparse (or other layout's) tensor: its dense values
+            x = x.detach().to_dense()
         return np.array(x.detach().cpu().numpy())
     return x
 

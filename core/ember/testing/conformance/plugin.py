@@ -36,13 +36,12 @@ class _State:
     def __init__(self, config):
         from . import _xfails
         from ._main import _resolve
-        from ._runner import load_opinfos, make_target
+        from ._runner import load_opinfos, make_target, opinfos_for_layout
         opt = config.getoption
         self.target = make_target(opt("--ember-device") or "cpu", opt("--ember-dtype"), opt("--ember-layout"))
         spec = opt("--ember-opinfos")
         self.opinfos = load_opinfos(opt("--ember-op"), _resolve(spec) if spec else None, self.target.device_type)
-        if self.target.layout != "strided":
-            self.opinfos = [o for o in self.opinfos if self.target.layout in o.layout_samplers]
+        self.opinfos = opinfos_for_layout(self.opinfos, self.target.layout)
         self.xfails = _xfails.XfailSet(_xfails.plugin_xfails(self.target.device_type))
         for f in opt("--ember-xfails"):
             self.xfails.add(_xfails.load_xfails_file(f))

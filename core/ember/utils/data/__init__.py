@@ -17,8 +17,10 @@ from .sampler import (Sampler, SequentialSampler, RandomSampler, SubsetRandomSam
 from ._collate import default_collate, default_convert
 from ._worker import WorkerInfo, get_worker_info
 from .dataloader import DataLoader
+from . import distributed  # noqa: F401 - torch.utils.data.distributed
+from .distributed import DistributedSampler
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset", "ChainDataset", "Subset",
            "random_split", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler", "default_collate", "default_convert", "WorkerInfo",
-           "get_worker_info", "DataLoader"]
+           "get_worker_info", "DataLoader", "DistributedSampler"]
