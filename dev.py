@@ -10,6 +10,9 @@
                            quantized dtypes (`ember conformance cpu`, `... vdev`, `... cpu --layout
                            sparse_coo`, `... cpu --dtype qint8`, ...)
 
+EMBER_TEST_WITH_TORCH=1 python3 dev.py test also installs torch==2.13.0 (CPU), so the tests that compare
+with PyTorch side by side run rather than skip (CI does this).
+
 Standard library only, so it runs before anything is installed.
 """
 from __future__ import annotations
@@ -93,6 +96,11 @@ def demo(args):
 
 def test(args):
     install(test=True)
+    if os.environ.get("EMBER_TEST_WITH_TORCH") == "1":
+        # the side-by-side comparisons with PyTorch (a few hundred tests skip without it). CI sets this:
+        # its machines hold the torch 2.13.0 CPU wheel locally; elsewhere pip may fetch a large build
+        if run(PY, "-m", "pip", "install", "-q", "torch==2.13.0") != 0:
+            print("torch 2.13.0 could not be installed: the comparisons with PyTorch will skip", file=sys.stderr)
     rc = run(PY, "-m", "pytest", ROOT / "tests", "-q", *args, cwd=ROOT)
     if rc == 5:
         print("pytest collected no tests: treating this as a failure", file=sys.stderr)

@@ -37,14 +37,21 @@ class PhiloxState:
         self.offset = 0
 
     def reserve(self, n: int) -> int:
+        """Return the counter offset a kernel drawing ``n`` values starts at, and advance the offset by ``n`` (mod
+        2**64).
+        """
         start = self.offset
         self.offset = (self.offset + int(n)) & 0xFFFF_FFFF_FFFF_FFFF
         return start
 
     def get_state(self) -> bytes:
+        """The state as 16 bytes: seed then offset, each a little-endian uint64."""
         return self.seed.to_bytes(8, "little") + self.offset.to_bytes(8, "little")
 
     def set_state(self, raw: bytes) -> None:
+        """Restore a state from ``get_state``'s 16 bytes; RuntimeError "set_state: a Philox generator state is 16
+        bytes (seed, offset), got N" for any other length.
+        """
         raw = bytes(raw)
         if len(raw) != 16:
             raise RuntimeError(f"set_state: a Philox generator state is 16 bytes (seed, offset), got {len(raw)}")
@@ -77,17 +84,24 @@ class DeviceRuntime:
         return self.device_count() > 0
 
     def device_count(self) -> int:
+        """How many devices of this type exist (0 when none); required, the base raises NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need device_count")
 
     def current_device(self) -> int:
+        """The index ``set_device`` last selected (0 by default)."""
         return getattr(self, "_current", 0)
 
     def set_device(self, index: int) -> None:
+        """Make device ``index`` current; RuntimeError "Invalid device ordinal NAME:i" unless 0 <= index <
+        device_count().
+        """
         if not 0 <= index < self.device_count():
             raise RuntimeError(f"Invalid device ordinal {self.name}:{index}")
         self._current = index
 
     def get_device_name(self, index: int) -> str:
+        """A human-readable name of device ``index`` (default "NAME:index")."""
         return f"{self.name}:{index}"
 
     def synchronize(self, index: int) -> None:
@@ -101,6 +115,9 @@ class DeviceRuntime:
         raise NotImplementedError(f"{self.name}: need allocate")
 
     def free(self, handle) -> None:
+        """Release a handle from ``allocate`` (called by the core's caching allocator); required, the base raises
+        NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need free")
 
     def data_ptr(self, handle) -> int:

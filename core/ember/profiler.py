@@ -69,6 +69,7 @@ class FallbackRecord:
 
     @property
     def total(self) -> int:
+        """Fallback calls recorded, over every op and key."""
         return sum(self.counts.values())
 
     def __repr__(self):

@@ -73,14 +73,17 @@ class check_sparse_tensor_invariants:
 
     @staticmethod
     def is_enabled():
+        """Whether sparse_coo_tensor checks invariants by default (matches torch.sparse.check_sparse_tensor_invariants)."""
         return check_sparse_tensor_invariants._enabled
 
     @staticmethod
     def enable():
+        """Check invariants by default from now on."""
         check_sparse_tensor_invariants._enabled = True
 
     @staticmethod
     def disable():
+        """Stop checking invariants by default."""
         check_sparse_tensor_invariants._enabled = False
 
     def __enter__(self):

@@ -1027,3 +1027,11 @@ def test_public_surface_has_docstrings():
     for name in ("__getitem__", "__setitem__", "scatter_", "scatter_add_", "scatter_reduce_", "index_add_",
                  "index_copy_", "index_fill_", "index_put_", "masked_fill_", "masked_scatter_"):
         assert getattr(ember.Tensor, name).__doc__, name
+
+
+def test_scatter_reduce_mean_on_bool_is_refused_before_any_write():
+    # PyTorch's cpu kernel writes include_self=False's identity first, then raises; ember's meta refuses first
+    t = ember.zeros(3, dtype=ember.bool)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        t.scatter_reduce_(0, ember.tensor([0, 1]), ember.tensor([True, True]), "mean", include_self=False)
+    assert t.tolist() == [False, False, False] and t._version == 0

@@ -470,3 +470,11 @@ def test_ops_are_declared_with_generator_kernels():
         op = ops[name]
         assert any(a.name == "generator" for a in op.schema.arguments), name
     assert ops["normal_tensor"].composite is not None
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_uniform_never_rounds_up_to_high(dtype):
+    # a narrow range: rounding u * (high - low) + low to the dtype would often land on high itself
+    t = ember.empty(20000, dtype=getattr(ember, dtype)).uniform_(1.0, 1.01)
+    v = t.double()
+    assert bool((v < 1.01).all()) and bool((v >= 1.0).all())

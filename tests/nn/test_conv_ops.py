@@ -132,3 +132,14 @@ def test_against_torch():
         tr.backward(torch.tensor(go))
         for e, t in ((ex, tx), (ew, tw), (eb, tb)):
             np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), atol=1e-10)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_conv2d_backward_weight_into_non_contiguous_out(groups):
+    from ember._ops._conv import conv2d_backward_weight
+    g, x = ember.randn(2, 4, 5, 5), ember.randn(2, 6, 7, 7)
+    ws = [4, 6 // groups, 3, 3]
+    ref = conv2d_backward_weight(g, x, ws, [1, 1], [0, 0], [1, 1], groups)
+    out = ember.empty(3, 3, 6 // groups, 4).permute(3, 2, 0, 1)       # weight-shaped, not contiguous
+    conv2d_backward_weight(g, x, ws, [1, 1], [0, 0], [1, 1], groups, out=out)
+    assert not out.is_contiguous() and ember.allclose(out, ref)

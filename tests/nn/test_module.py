@@ -592,3 +592,10 @@ def test_state_dict_keys_match_torch():
     e.load_state_dict({k: ember.tensor(v.numpy()) for k, v in t.state_dict().items()})
     for k, v in e.state_dict().items():
         np.testing.assert_array_equal(v.numpy(), t.state_dict()[k].numpy())
+
+
+def test_parameterdict_popitem_on_empty_raises_keyerror():
+    pd = nn.ParameterDict({"w": ember.ones(2)})
+    assert pd.popitem()[0] == "w"
+    with pytest.raises(KeyError, match="popitem\\(\\): dictionary is empty"):
+        pd.popitem()

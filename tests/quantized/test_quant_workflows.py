@@ -35,6 +35,10 @@ OBSERVER_CASES = [
     ("MinMaxObserver", {}), ("MinMaxObserver", {"reduce_range": True}),
     ("MinMaxObserver", {"dtype": "qint8", "qscheme": "per_tensor_symmetric"}),
     ("MinMaxObserver", {"quant_min": 0, "quant_max": 127}),
+    # quint8 symmetric: the zero point is 128, or (quant_min + quant_max) // 2 for a custom range
+    ("MinMaxObserver", {"qscheme": "per_tensor_symmetric"}),
+    ("MinMaxObserver", {"qscheme": "per_tensor_symmetric", "quant_min": 0, "quant_max": 255}),
+    ("MinMaxObserver", {"qscheme": "per_tensor_symmetric", "quant_min": 0, "quant_max": 127}),
     ("MovingAverageMinMaxObserver", {}), ("MovingAverageMinMaxObserver", {"averaging_constant": 0.5}),
     ("PerChannelMinMaxObserver", {"ch_axis": 0}),
     ("PerChannelMinMaxObserver", {"ch_axis": 1, "dtype": "qint8", "qscheme": "per_channel_symmetric"}),
@@ -56,6 +60,13 @@ def test_observers_match_torch(cls, kw):
     np.testing.assert_allclose(es.numpy(), ts.numpy().reshape(es.shape), rtol=1e-6)
     np.testing.assert_array_equal(ez.numpy(), tz.numpy().reshape(ez.shape))
     assert es.dtype == ember.float32 and ez.dtype == ember.int64
+
+
+def test_symmetric_quint8_refuses_reduce_range():
+    o = Q.MinMaxObserver(qscheme=ember.per_tensor_symmetric, reduce_range=True)
+    o(ember.tensor([-1.0, 2.0]))
+    with pytest.raises(NotImplementedError, match="Cannot reduce range for symmetric quantization for quint8"):
+        o.calculate_qparams()
 
 
 @needs_torch

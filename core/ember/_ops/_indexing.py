@@ -610,6 +610,8 @@ def _scatter_reduce_meta(self, dim, index, src, reduce, include_self=True):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if self._dtype.is_complex and reduce in ("amax", "amin"):
         raise RuntimeError(f"scatter_reduce(): {reduce} is not supported for complex tensors")
+    if reduce == "mean" and self._dtype is D.bool:      # checked before any kernel writes (PyTorch's cpu text)
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
     device = same_device(self, index, src)
     return (*_key(device, self), self._shape, self._dtype)
 

@@ -322,8 +322,6 @@ def scatter_reduce(self, dim, index, src, reduce, *, include_self=True, out):
     if prob is None:
         out.copy_(self)
         return
-    if reduce == "mean" and self.dtype is D.bool:
-        raise RuntimeError("scatter_reduce(): mean is not supported for bool tensors")
     base, E_, V = prob
     E = _E()
     if self.dtype.name in _LOWP:

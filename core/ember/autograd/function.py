@@ -76,6 +76,9 @@ class BackwardCFunction(Node, FunctionCtx):
         return tuple(s.unpack(self) if s is not None else None for s in self._saved)
 
     def release(self):
+        """Free the saved tensors after a backward without retain_graph; a later ``saved_tensors`` or ``apply``
+        raises RuntimeError.
+        """
         if self._saved:
             self._released = True
             for s in self._saved:
@@ -83,6 +86,14 @@ class BackwardCFunction(Node, FunctionCtx):
                     s.release()
 
     def apply(self, grads):
+        """Run the Function's ``backward`` on ``grads`` (one per forward output; missing ones become zeros of the
+        output's shape, dtype and device when ``materialize_grads``) and return one gradient per tensor input
+        (None where none is needed), each fitted to the input's shape and dtype.
+
+        RuntimeError when the graph was already freed, when backward returns the wrong number of gradients
+        ("function XBackward returned an incorrect number of gradients (expected n, got m)") or a gradient of an
+        incompatible shape; TypeError for a gradient that is not a Tensor or None.
+        """
         if self._released:
             raise RuntimeError(_SECOND_TIME)
         full = []
@@ -132,10 +143,18 @@ class Function(metaclass=_FunctionMeta):
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
+        """Compute the outputs from the inputs; override it as ``forward(ctx, *args, **kwargs)`` (or without ctx
+        when ``setup_context`` is defined). The base raises NotImplementedError (matches
+        torch.autograd.Function.forward).
+        """
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        """Return one gradient per forward input (None for non-tensors or inputs needing none) given one gradient
+        per forward output; override it. The base raises NotImplementedError (matches
+        torch.autograd.Function.backward).
+        """
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 

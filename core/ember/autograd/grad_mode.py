@@ -125,6 +125,7 @@ class set_grad_enabled(_ModeContext):
         _set(self.prev)
 
     def clone(self):
+        """A new context manager with the same mode (as torch's, for decorators reused across calls)."""
         return self.__class__(self.mode)
 
 
@@ -150,4 +151,5 @@ class inference_mode(_ModeContext):
         _set(*self.prev)
 
     def clone(self):
+        """A new context manager with the same mode (as torch's, for decorators reused across calls)."""
         return self.__class__(self.mode)

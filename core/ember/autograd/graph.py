@@ -83,9 +83,15 @@ class Node:
 
     @property
     def next_functions(self):
+        """One (node, output_nr) pair per input of this node, (None, 0) for inputs that need no gradient (matches
+        torch.autograd.graph.Node.next_functions).
+        """
         return tuple(e if e is not None else (None, 0) for e in self.next_edges)
 
     def apply(self, grads):
+        """Map the gradients of this node's outputs (a list) to a list of gradients, one per entry of
+        ``next_edges``; each node type overrides it (the base raises NotImplementedError).
+        """
         raise NotImplementedError
 
     def release(self):
@@ -146,6 +152,7 @@ class AccumulateGrad(Node):
         return self._variable()
 
     def apply(self, grads):
+        """Return no gradients (the engine itself adds the incoming gradient to ``variable.grad``)."""
         return []
 
 
@@ -224,6 +231,7 @@ class SavedTensor:
         return data
 
     def release(self):
+        """Drop the saved tensor; a later ``unpack`` raises RuntimeError."""
         self.released = True
         self.data = None
         self.grad_fn = None

@@ -224,6 +224,7 @@ def _plot(history, path):
 
 
 def parse_args(argv=None):
+    """The main job's command line (``argv`` default: sys.argv[1:]) as an argparse.Namespace."""
     p = argparse.ArgumentParser(prog="python -m ember.examples.digits",
                                 description="Train an MLP or a small CNN on scikit-learn's handwritten digits.")
     p.add_argument("--device", default="cpu", help="any installed device: cpu, opencl, cuda, ... (default cpu)")
@@ -256,6 +257,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> dict:
+    """Run the main job as the command line says: train, evaluate on the held-out split, optionally save and
+    verify a checkpoint, plot, quantize or train distributed; returns the results (test accuracy, ...)."""
     args = parse_args(argv)
     device = ember.device(args.device)
     ember.manual_seed(args.seed)

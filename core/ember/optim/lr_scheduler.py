@@ -160,6 +160,9 @@ class LambdaLR(LRScheduler):
         return state
 
     def load_state_dict(self, state_dict):
+        """Restore a ``state_dict()``: the scheduler's attributes, and each callable object's ``__dict__`` (plain
+        functions are kept as they are).
+        """
         lr_lambdas = state_dict.pop("lr_lambdas")
         self.__dict__.update(state_dict)
         state_dict["lr_lambdas"] = lr_lambdas
@@ -168,6 +171,9 @@ class LambdaLR(LRScheduler):
                 self.lr_lambdas[i].__dict__.update(fn)
 
     def get_lr(self):
+        """[base_lr * lr_lambda(last_epoch)] per param group; UserWarning when called outside ``step()`` (use
+        get_last_lr()).
+        """
         self._warn_get_lr()
         return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
 
@@ -176,6 +182,9 @@ class MultiplicativeLR(LambdaLR):
     """lr = lr * lr_lambda(epoch) for epoch > 0 (matches torch.optim.lr_scheduler.MultiplicativeLR)."""
 
     def get_lr(self):
+        """[lr * lr_lambda(last_epoch)] per param group for epoch > 0, the current lrs at epoch 0; UserWarning when
+        called outside ``step()``.
+        """
         self._warn_get_lr()
         if self.last_epoch > 0:
             return [group["lr"] * lmbda(self.last_epoch)
@@ -192,6 +201,9 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The current lrs times ``gamma`` when last_epoch is a positive multiple of ``step_size``, else unchanged;
+        UserWarning when called outside ``step()``.
+        """
         self._warn_get_lr()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return [group["lr"] for group in self.optimizer.param_groups]
@@ -211,6 +223,9 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The current lrs times gamma ** (times last_epoch is listed in milestones), unchanged between milestones;
+        UserWarning when called outside ``step()``.
+        """
         self._warn_get_lr()
         if self.last_epoch not in self.milestones:
             return [group["lr"] for group in self.optimizer.param_groups]
@@ -233,6 +248,9 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """lr * factor at epoch 0, lr / factor at epoch ``total_iters``, unchanged otherwise; UserWarning when
+        called outside ``step()``.
+        """
         self._warn_get_lr()
         groups = self.optimizer.param_groups
         if self.last_epoch == 0:
@@ -262,6 +280,9 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The recursive step of the linear factor ramp (start_factor at epoch 0, end_factor from epoch
+        ``total_iters``); UserWarning when called outside ``step()``.
+        """
         self._warn_get_lr()
         groups = self.optimizer.param_groups
         if self.last_epoch == 0:
@@ -285,6 +306,8 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The current lrs times ``gamma`` (unchanged at epoch 0); UserWarning when called outside ``step()``.
+        """
         self._warn_get_lr()
         if self.last_epoch == 0:
             return [group["lr"] for group in self.optimizer.param_groups]
@@ -305,6 +328,9 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
+        """The recursive cosine-annealing step between the lr and ``eta_min`` over ``T_max`` epochs (closed form on
+        the first step after resuming); UserWarning when called outside ``step()``.
+        """
         self._warn_get_lr()
         groups = self.optimizer.param_groups
         e, T, eta_min = self.last_epoch, self.T_max, self.eta_min
@@ -373,11 +399,15 @@ class SequentialLR(LRScheduler):
         self._last_lr = sched.get_last_lr()
 
     def state_dict(self):
+        """The scheduler's attributes without the optimizer, with each child scheduler's state_dict under
+        ``_schedulers``.
+        """
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
         state["_schedulers"] = [s.state_dict() for s in self._schedulers]
         return state
 
     def load_state_dict(self, state_dict):
+        """Restore a ``state_dict()``, including each child scheduler's state."""
         scheds = state_dict.pop("_schedulers")
         self.__dict__.update(state_dict)
         state_dict["_schedulers"] = scheds
@@ -470,6 +500,10 @@ class OneCycleLR(LRScheduler):
         return (_annealing_cos if self._anneal_func_type == "cos" else _annealing_linear)(start, end, pct)
 
     def get_lr(self):
+        """The lr of each group for step ``last_epoch`` (annealed within its phase), also setting the group's
+        momentum or beta1 when ``cycle_momentum``; ValueError "Tried to step N times. The specified number of
+        total steps is T" past total_steps; UserWarning when called outside ``step()``.
+        """
         self._warn_get_lr()
         lrs = []
         step_num = self.last_epoch
@@ -580,6 +614,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self):
+        """Whether a reduction happened less than ``cooldown`` epochs ago."""
         return self.cooldown_counter > 0
 
     def is_better(self, a, best):
@@ -603,5 +638,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold_mode = threshold_mode
 
     def load_state_dict(self, state_dict):
+        """Restore a ``state_dict()`` and rebuild the comparison from its mode / threshold / threshold_mode.
+        """
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode)

@@ -52,11 +52,15 @@ def store(out, r, ed=None):
 
 
 def is_int(cd):
+    """Whether numpy dtype ``cd`` is an integer or bool type."""
     return cd.kind in "iub"
 
 
 # ---------------------------------------------------------------- runtime primitives: copy_ and fill_
 def copy_(self, src, non_blocking=False):
+    """vdev kernel of ``copy_``, all dense dtypes: copy ``src`` (same vdev device; broadcast, C-style cast) into
+    ``self``; returns ``self``.
+    """
     # within one vdev device; the core routes copies between devices (vdev:0 -> vdev:1, cpu <-> vdev)
     # through to_numpy / from_numpy. numpy handles overlapping self and src.
     store(self, view(src))
@@ -64,6 +68,9 @@ def copy_(self, src, non_blocking=False):
 
 
 def fill_(self, value):
+    """vdev kernel of ``fill_``, all dense dtypes: set every element of ``self`` to ``value`` (C conversion: 2.7 ->
+    2, -1 -> 255 for uint8); returns ``self``.
+    """
     d = self.dtype.numpy_dtype
     if d.kind in "iub" and isinstance(value, float):
         value = int(value)                       # C conversion: 2.7 -> 2
@@ -104,6 +111,11 @@ INT_DIV = {"div_trunc", "fmod"}                  # integer division by zero rais
 
 
 def make_binary(name):
+    """Build the vdev kernel ``kernel(self, other, *, alpha=1, out)`` of binary op ``name``: computes in PyTorch's
+    common dtype (integers in the default float dtype for true_divide / atan2; float16 / bfloat16 in float32),
+    ``other`` scaled by ``alpha``, and stores into ``out``. Integer div_trunc / fmod by zero raise RuntimeError
+    "ZeroDivisionError" before anything is written.
+    """
     f = BINARY[name]
 
     def kernel(self, other, *, alpha=1, out):
@@ -134,6 +146,9 @@ UNARY = {
 
 
 def make_unary(name):
+    """Build the vdev kernel ``kernel(self, *, out)`` of unary op ``name``: computes in the input's dtype (abs /
+    floor) or, for integer inputs of the float functions, the default float dtype, and stores into ``out``.
+    """
     f = UNARY[name]
     to_float = name not in ("abs", "floor")
 
@@ -149,6 +164,9 @@ def make_unary(name):
 
 
 def where(condition, input, other, *, out):
+    """vdev kernel of ``where``, all dense dtypes: store ``input`` where ``condition`` else ``other`` (broadcast,
+    already promoted to out's dtype) into ``out``.
+    """
     cd = compute_np(out.dtype)                   # the meta promoted input and other into out's dtype
     store(out, np.where(operand(condition, np.bool_), operand(input, cd), operand(other, cd)), out.dtype)
 
@@ -164,6 +182,9 @@ def _axes(ndim, dim):
 
 
 def sum_(self, dim=None, keepdim=False, *, dtype=None, out):
+    """vdev kernel of ``sum``, all dense dtypes: store the sum over ``dim`` into ``out``, accumulated in ``dtype``
+    (default int64 for bool / integers, else the input's; float16 / bfloat16 in float32).
+    """
     d = dtype or (ember.int64 if not (self.dtype.is_floating_point or self.dtype.is_complex) else self.dtype)
     cd = compute_np(d)                           # integers and bool sum in int64; float16 in float32
     a = operand(self, cd)
@@ -171,12 +192,18 @@ def sum_(self, dim=None, keepdim=False, *, dtype=None, out):
 
 
 def amax(self, dim=(), keepdim=False, *, out):
+    """vdev kernel of ``amax``, all dense dtypes: store the maximum over ``dim`` (() = all) into ``out``; NaN
+    propagates.
+    """
     a = operand(self, compute_np(self.dtype))    # NaN propagates (np.max); the meta refused empty reductions
     store(out, np.max(a, axis=_axes(a.ndim, dim), keepdims=keepdim))
 
 
 # ---------------------------------------------------------------- linear algebra
 def bmm(self, mat2, *, out):
+    """vdev kernel of ``bmm``, all dense dtypes but bool: store self (b, n, m) @ mat2 (b, m, p) into ``out`` (b, n,
+    p); integers wrap on overflow.
+    """
     cd = compute_np(out.dtype)                   # integers wrap on overflow, as PyTorch's
     store(out, np.matmul(operand(self, cd), operand(mat2, cd)), out.dtype)
 
@@ -197,6 +224,9 @@ def _leading(a, shape):
 
 
 def gather(self, dim, index, *, sparse_grad=False, out):
+    """vdev kernel of ``gather``, all dense dtypes: out[c] = self[c with c[dim] = index[c]], of index's shape.
+    RuntimeError "index v is out of bounds for dimension d with size n".
+    """
     a = operand(self).reshape(-1) if self.dim() == 0 else operand(self)
     dim = dim % a.ndim
     i = _index(index, a.shape[dim], dim)
@@ -207,6 +237,10 @@ def gather(self, dim, index, *, sparse_grad=False, out):
 
 
 def scatter_add(self, dim, index, src, *, out):
+    """vdev kernel of ``scatter_add``, all dense dtypes: copy ``self`` into ``out`` (unless in place), then add
+    src's leading index.shape block at out[c with c[dim] = index[c]] (repeats accumulate; float16 / bfloat16 in
+    float32). RuntimeError for an out-of-range index, before anything is written.
+    """
     ndim = max(self.dim(), 1)
     dim = dim % ndim
     size = 1 if self.dim() == 0 else self.shape[dim]
@@ -230,6 +264,9 @@ _MANTISSA_BITS = {ember.float16: 11, ember.bfloat16: 8}
 
 
 def uniform(self, low=0.0, high=1.0, *, generator, out):
+    """vdev kernel of ``uniform_``, floating / complex dtypes: fill ``out`` with U[low, high) from the device's
+    Philox stream (complex: each part; float16 / bfloat16 draw only the bits they hold).
+    """
     rng = generator.state.rng                    # this device's Philox stream (runtime.VdevGeneratorState)
     parts = [view(out)] if not out.dtype.is_complex else [view(out).real, view(out).imag]
     for p in parts:
@@ -239,6 +276,11 @@ def uniform(self, low=0.0, high=1.0, *, generator, out):
         else:
             u = rng.random(p.shape, dtype=np.float32 if p.dtype == np.float32 else np.float64)
         np.copyto(p, u * (high - low) + low, casting="unsafe")
+        if high > low:      # rounding to the output dtype can reach high: keep samples in [low, high)
+            top = p.dtype.type(high)
+            if float(top) >= high:
+                top = np.nextafter(top, p.dtype.type(low))
+            np.copyto(p, top, where=p.astype(np.float64) >= high)
 
 
 # ---------------------------------------------------------------- registration

@@ -46,12 +46,18 @@ def _compute_dtype(d):
 
 
 def vdev_kernel(self, scale, shift, *, out):
+    """vdev kernel of ``vdev::fused_scale_shift``, floating dtypes: store x * scale + shift (broadcast; float16 /
+    bfloat16 in float32, rounded once) into ``out``.
+    """
     cd = _compute_dtype(out.dtype)
     x, s, b = operand(self, cd), operand(scale, cd), operand(shift, cd)
     store(out, x * s + b)
 
 
 def cpu_kernel(self, scale, shift, *, out):
+    """cpu kernel of ``vdev::fused_scale_shift``, floating dtypes: write x * scale + shift (broadcast; float16 /
+    bfloat16 in float32, rounded once) into ``out``.
+    """
     # cpu tensors' numpy() shares memory; a real vendor would not ship a cpu kernel, but one
     # makes the op usable (and testable) without the device
     # (kernels run below autograd but receive the caller's tensors, which may require grad: detach)
@@ -68,12 +74,16 @@ def _sum_to(g, shape):
 
 
 def setup_context(ctx, inputs, output):
+    """Save ``x`` and ``scale`` for backward, and shift's shape."""
     x, scale, shift = inputs
     ctx.save_for_backward(x, scale)
     ctx.shift_shape = tuple(shift.shape)
 
 
 def backward(ctx, grad):
+    """Gradients of x * scale + shift: (grad * scale, grad * x, grad), each summed down to its input's shape (None
+    where ``needs_input_grad`` is False).
+    """
     x, scale = ctx.saved_tensors
     gx = _sum_to(grad * scale, tuple(x.shape)) if ctx.needs_input_grad[0] else None
     gs = _sum_to(grad * x, tuple(scale.shape)) if ctx.needs_input_grad[1] else None
@@ -82,6 +92,9 @@ def backward(ctx, grad):
 
 
 def register(lib):
+    """Define ``vdev::fused_scale_shift`` on ``lib`` (schema, meta, doc), register its vdev and cpu kernels for the
+    floating dtypes and its derivative.
+    """
     name = lib.define(SCHEMA, meta, doc="x * scale + shift in one pass (scale, shift broadcast to x).")
     lib.impl(name, vdev_kernel, device="vdev", dtypes=ember.library.FLOATING)
     lib.impl(name, cpu_kernel, device="cpu", dtypes=ember.library.FLOATING)

@@ -48,6 +48,10 @@ class Arena:
         self.used = 0
 
     def allocate(self, nbytes: int) -> Block:
+        """A Block of at least ``nbytes`` (rounded up to 64-byte multiples, at least 64) from the first hole that
+        fits. MemoryError "vdev:i arena exhausted: ..." when none does (the contract the core's allocator relies
+        on).
+        """
         need = max(ALIGN, (nbytes + ALIGN - 1) // ALIGN * ALIGN)
         for k, (off, size) in enumerate(self.free_list):
             if size >= need:
@@ -63,6 +67,7 @@ class Arena:
                           f"free of {self.size} (largest hole {largest}); set EMBER_VDEV_MEMORY for a bigger arena")
 
     def free(self, block: Block) -> None:
+        """Return ``block`` to the free list, merging it with adjacent holes."""
         fl = self.free_list
         k = bisect.bisect(fl, (block.offset, 0))
         off, size = block.offset, block.nbytes
@@ -86,9 +91,13 @@ class VdevGeneratorState:
         self.rng = np.random.Generator(np.random.Philox(seed))
 
     def get_state(self) -> bytes:
+        """The Philox bit generator's state as UTF-8 JSON bytes (arrays as lists)."""
         return json.dumps(self.rng.bit_generator.state, default=lambda a: a.tolist()).encode()
 
     def set_state(self, raw: bytes) -> None:
+        """Restore a state from ``get_state``'s bytes; RuntimeError "set_state: not a vdev generator state (...)"
+        for anything else.
+        """
         def arrays(d):
             return {k: np.array(v, np.uint64) if isinstance(v, list) else arrays(v) if isinstance(v, dict) else v
                     for k, v in d.items()}
@@ -112,6 +121,9 @@ class VdevRuntime(DeviceRuntime):
                           "host_to_device_bytes": 0, "device_to_host_bytes": 0}
 
     def arena(self, index: int) -> Arena:
+        """The Arena of device ``index``, created on first use; RuntimeError "Invalid device ordinal vdev:i: there
+        are 2 vdev devices" outside 0..1.
+        """
         a = self._arenas.get(index)
         if a is None:
             if not 0 <= index < DEVICE_COUNT:
@@ -121,12 +133,17 @@ class VdevRuntime(DeviceRuntime):
 
     # -- discovery
     def device_count(self):
+        """DeviceRuntime.device_count: always 2 (DEVICE_COUNT)."""
         return DEVICE_COUNT
 
     def get_device_name(self, index):
+        """DeviceRuntime.get_device_name: "ember virtual device i (N MiB host arena)"."""
         return f"ember virtual device {index} ({arena_bytes() >> 20} MiB host arena)"
 
     def total_memory(self, index):
+        """Bytes of device ``index``'s memory (the arena size, EMBER_VDEV_MEMORY); what
+        ember.memory.set_per_process_memory_fraction reads.
+        """
         return arena_bytes()
 
     def synchronize(self, index):
@@ -134,22 +151,33 @@ class VdevRuntime(DeviceRuntime):
 
     # -- raw memory (the core's CachingAllocator calls these)
     def allocate(self, nbytes, device_index):
+        """DeviceRuntime.allocate: a Block of ``nbytes`` in device ``device_index``'s arena; MemoryError when it is
+        exhausted (the core then empties its cache and retries).
+        """
         return self.arena(device_index).allocate(nbytes)
 
     def free(self, handle):
+        """DeviceRuntime.free: return the Block ``handle`` to its arena."""
         self.arena(handle.index).free(handle)
 
     def data_ptr(self, handle):
+        """DeviceRuntime.data_ptr: the host address of the block inside its arena buffer."""
         return self.arena(handle.index).buf.ctypes.data + handle.offset
 
     # -- host transfers (counted, so that tests and benchmarks can see every crossing)
     def to_numpy(self, tensor):
+        """DeviceRuntime.to_numpy: a numpy copy (never a view: host_memory is False) of ``tensor``'s values with
+        its shape; counted in ``transfers``.
+        """
         a = view(tensor).copy()
         self.transfers["device_to_host"] += 1
         self.transfers["device_to_host_bytes"] += a.nbytes
         return a
 
     def from_numpy(self, tensor, array):
+        """DeviceRuntime.from_numpy: write ``array`` (same shape; C-style cast) into the strided ``tensor``;
+        counted in ``transfers``.
+        """
         v = view(tensor)
         np.copyto(v, array, casting="unsafe")
         self.transfers["host_to_device"] += 1
@@ -157,10 +185,14 @@ class VdevRuntime(DeviceRuntime):
 
     # -- random numbers
     def new_generator_state(self, seed, device_index):
+        """DeviceRuntime.new_generator_state: a VdevGeneratorState (numpy Philox) seeded with ``seed``."""
         return VdevGeneratorState(seed)
 
     # -- the device module: ember.vdev.transfer_stats() / reset_transfer_stats()
     def module_extras(self):
+        """DeviceRuntime.module_extras: adds ``ember.vdev.transfer_stats()`` and
+        ``ember.vdev.reset_transfer_stats()``.
+        """
         def transfer_stats() -> dict:
             """Counts and bytes of host <-> device copies since the last reset."""
             return dict(self.transfers)

@@ -31,6 +31,9 @@ def _ref(x, s, b):
 
 
 def opinfos():
+    """The plugin's OpInfo list for the ``ember_opinfos`` hook: ``vdev_fused_scale_shift`` (float16, bfloat16,
+    float32, float64 on vdev and cpu), with samples, error inputs, a numpy reference and autograd.
+    """
     import ember
     from ember.testing import OpInfo
     floats = ["float16", "bfloat16", "float32", "float64"]

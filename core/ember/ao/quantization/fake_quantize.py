@@ -29,17 +29,29 @@ class FakeQuantizeBase(nn.Module):
         self.register_buffer("observer_enabled", ember.tensor([1], dtype=ember.uint8))
 
     def enable_fake_quant(self, enabled=True):
+        """Set the ``fake_quant_enabled`` buffer to 1 (0 with ``enabled=False``); returns self (matches
+        torch.ao.quantization.FakeQuantizeBase.enable_fake_quant).
+        """
         self.fake_quant_enabled.fill_(1 if enabled else 0)
         return self
 
     def disable_fake_quant(self):
+        """Set ``fake_quant_enabled`` to 0 so forward passes values through unrounded; returns self (matches
+        torch.ao.quantization.FakeQuantizeBase.disable_fake_quant).
+        """
         return self.enable_fake_quant(False)
 
     def enable_observer(self, enabled=True):
+        """Set the ``observer_enabled`` buffer to 1 (0 with ``enabled=False``); returns self (matches
+        torch.ao.quantization.FakeQuantizeBase.enable_observer).
+        """
         self.observer_enabled.fill_(1 if enabled else 0)
         return self
 
     def disable_observer(self):
+        """Set ``observer_enabled`` to 0, freezing scale / zero_point; returns self (matches
+        torch.ao.quantization.FakeQuantizeBase.disable_observer).
+        """
         return self.enable_observer(False)
 
 
@@ -69,9 +81,17 @@ class FakeQuantize(FakeQuantizeBase):
         self.is_per_channel = self.qscheme.name in ("per_channel_affine", "per_channel_symmetric")
 
     def calculate_qparams(self):
+        """The observer's (scale float32, zero_point int64) tensors (matches
+        torch.ao.quantization.FakeQuantize.calculate_qparams).
+        """
         return self.activation_post_process.calculate_qparams()
 
     def forward(self, X):
+        """Observe ``X`` and refresh the ``scale`` / ``zero_point`` buffers (zero_point as int32) when the observer
+        is enabled, then fake-quantize per tensor or per channel (``ch_axis``) when enabled: any shape -> same
+        shape, float dtype; gradient is the straight-through estimator (matches
+        torch.ao.quantization.FakeQuantize.forward).
+        """
         if self.observer_enabled[0].item() == 1:
             self.activation_post_process(X.detach())
             s, z = self.calculate_qparams()
@@ -88,6 +108,9 @@ class FakeQuantize(FakeQuantizeBase):
         return X
 
     def extra_repr(self):
+        """Settings shown inside the repr: the enable flags, quant_min / quant_max, dtype, qscheme, ch_axis, scale
+        and zero_point.
+        """
         return (f"fake_quant_enabled={self.fake_quant_enabled}, observer_enabled={self.observer_enabled}, "
                 f"quant_min={self.quant_min}, quant_max={self.quant_max}, dtype={self.dtype}, "
                 f"qscheme={self.qscheme}, ch_axis={self.ch_axis}, scale={self.scale}, zero_point={self.zero_point}")
@@ -116,6 +139,9 @@ def disable_fake_quant(mod):
 
 
 def enable_fake_quant(mod):
+    """``model.apply(enable_fake_quant)``: turn fake quantization on in every FakeQuantize (matches
+    torch.ao.quantization.enable_fake_quant).
+    """
     _apply_to(mod, "enable_fake_quant")
 
 
@@ -125,4 +151,7 @@ def disable_observer(mod):
 
 
 def enable_observer(mod):
+    """``model.apply(enable_observer)``: let every FakeQuantize update its qparams again (matches
+    torch.ao.quantization.enable_observer).
+    """
     _apply_to(mod, "enable_observer")

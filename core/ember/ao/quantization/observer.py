@@ -80,6 +80,9 @@ class ObserverBase(nn.Module):
         self.dtype = dtype
 
     def calculate_qparams(self):
+        """Return (scale, zero_point) from the recorded statistics; subclasses override it (the base raises
+        NotImplementedError).
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement calculate_qparams")
 
 
@@ -113,11 +116,15 @@ class UniformQuantizationObserverBase(ObserverBase):
         max_pos = np.maximum(max_val, np.float32(0))
         eps = np.float32(self.eps)
         if self._symmetric():
+            unsigned = self.dtype.name in ("quint8", "uint8")
+            if unsigned and self.reduce_range:
+                raise NotImplementedError("Cannot reduce range for symmetric quantization for quint8")
             max_pos = np.maximum(-min_neg, max_pos)
             scale = max_pos / np.float32((qmax - qmin) / 2)
             scale = np.maximum(scale, eps)
-            zp = np.full(scale.shape, (qmin + qmax + 1) // 2 if self.dtype.name in ("quint8", "uint8") else 0,
-                         np.int64)
+            # PyTorch's midpoint: (qmin + qmax) // 2 for a custom range, 128 otherwise
+            mid = ((qmin + qmax) // 2 if self.has_customized_qrange else 128) if unsigned else 0
+            zp = np.full(scale.shape, mid, np.int64)
         else:
             scale = (max_pos - min_neg) / np.float32(qmax - qmin)
             scale = np.maximum(scale, eps)
@@ -128,6 +135,7 @@ class UniformQuantizationObserverBase(ObserverBase):
             ember.tensor(np.asarray(zp, np.int64).reshape(-1) if np.ndim(zp) else np.asarray(zp, np.int64).reshape(1))
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``dtype=..., qscheme=..., quant_min=..., quant_max=...``."""
         return f"dtype={self.dtype}, qscheme={self.qscheme}, quant_min={self.quant_min}, quant_max={self.quant_max}"
 
 
@@ -151,6 +159,10 @@ class MinMaxObserver(UniformQuantizationObserverBase):
         self.register_buffer("max_val", ember.tensor(float("-inf")))
 
     def forward(self, x_orig):
+        """Fold the min and max of ``x_orig`` (any shape; cast to float32 for the reduction) into the ``min_val`` /
+        ``max_val`` buffers; returns ``x_orig`` unchanged (empty tensors are ignored) (matches
+        torch.ao.quantization.MinMaxObserver.forward).
+        """
         if x_orig.numel() == 0:
             return x_orig
         mn, mx = _minmax(x_orig)
@@ -159,9 +171,16 @@ class MinMaxObserver(UniformQuantizationObserverBase):
         return x_orig
 
     def calculate_qparams(self):
+        """(scale, zero_point): float32 and int64 tensors of shape (1,), from min_val / max_val; before any
+        forward, UserWarning and the defaults (1.0, 0) (matches
+        torch.ao.quantization.MinMaxObserver.calculate_qparams).
+        """
         return self._calculate_qparams(self.min_val.item(), self.max_val.item())
 
     def reset_min_max_vals(self):
+        """Reset ``min_val`` to +inf and ``max_val`` to -inf in place (forget the observed range) (matches
+        torch.ao.quantization.MinMaxObserver.reset_min_max_vals).
+        """
         self.min_val.fill_(float("inf"))
         self.max_val.fill_(float("-inf"))
 
@@ -177,6 +196,10 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
         self.averaging_constant = averaging_constant
 
     def forward(self, x_orig):
+        """Move ``min_val`` / ``max_val`` toward the batch min / max of ``x_orig`` by ``averaging_constant`` (the
+        first batch sets them); returns ``x_orig`` unchanged (matches
+        torch.ao.quantization.MovingAverageMinMaxObserver.forward).
+        """
         if x_orig.numel() == 0:
             return x_orig
         mn, mx = _minmax(x_orig)
@@ -223,17 +246,26 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         self.max_val = ember.tensor(new_max, device=self.max_val.device)
 
     def forward(self, x_orig):
+        """Fold the per-channel (along ``ch_axis``) min and max of ``x_orig`` into the ``min_val`` / ``max_val``
+        buffers, shape (C,) float32; returns ``x_orig`` unchanged (matches
+        torch.ao.quantization.PerChannelMinMaxObserver.forward).
+        """
         if x_orig.numel() == 0:
             return x_orig
         self._update(*_channel_minmax(x_orig, self.ch_axis))
         return x_orig
 
     def calculate_qparams(self):
+        """(scale, zero_point): float32 and int64 tensors of shape (C,), one per channel; before any forward,
+        UserWarning and the defaults (1.0, 0) of shape (1,) (matches
+        torch.ao.quantization.PerChannelMinMaxObserver.calculate_qparams).
+        """
         if self.min_val.numel() == 0:
             return self._calculate_qparams(np.array([np.inf]), np.array([-np.inf]))
         return self._calculate_qparams(self.min_val.cpu().numpy(), self.max_val.cpu().numpy())
 
     def extra_repr(self):
+        """The base settings plus ``, ch_axis=...``."""
         return super().extra_repr() + f", ch_axis={self.ch_axis}"
 
 
@@ -278,6 +310,10 @@ class HistogramObserver(UniformQuantizationObserverBase):
         self.register_buffer("max_val", ember.tensor(float("-inf")))
 
     def forward(self, x_orig):
+        """Add the finite values of ``x_orig`` to the ``histogram`` buffer (``bins`` float64 counts over [min_val,
+        max_val], widened and re-binned as needed); returns ``x_orig`` unchanged (matches
+        torch.ao.quantization.HistogramObserver.forward).
+        """
         if x_orig.numel() == 0:
             return x_orig
         x = x_orig.detach().float().cpu().numpy().reshape(-1)
@@ -346,6 +382,10 @@ class HistogramObserver(UniformQuantizationObserverBase):
         return lo + width * start, lo + width * (end + 1)
 
     def calculate_qparams(self):
+        """(scale, zero_point): float32 and int64 tensors of shape (1,), of the clipping range the histogram search
+        picks; before any forward, UserWarning and the defaults (1.0, 0) (matches
+        torch.ao.quantization.HistogramObserver.calculate_qparams).
+        """
         if float(self.min_val.item()) == float("inf"):
             return self._calculate_qparams(np.inf, -np.inf)
         new_min, new_max = self._search()
@@ -363,9 +403,14 @@ class PlaceholderObserver(ObserverBase):
         self.is_dynamic = is_dynamic
 
     def forward(self, x):
+        """Return ``x`` unchanged; nothing is recorded (matches torch.ao.quantization.PlaceholderObserver.forward).
+        """
         return x
 
     def calculate_qparams(self):
+        """Always raises Exception "calculate_qparams should not be called for PlaceholderObserver" (matches
+        torch.ao.quantization.PlaceholderObserver).
+        """
         raise Exception("calculate_qparams should not be called for PlaceholderObserver")
 
 

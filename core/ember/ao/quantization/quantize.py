@@ -48,6 +48,9 @@ def get_default_qat_module_mappings():
 
 
 def get_default_dynamic_quant_module_mappings():
+    """float module class -> dynamically quantized module class, used by ``quantize_dynamic`` (nn.Linear ->
+    ember.ao.nn.quantized.dynamic.Linear).
+    """
     return {nn.Linear: nnqd.Linear}
 
 

@@ -16,6 +16,9 @@ class QuantStub(nn.Module):
             self.qconfig = qconfig
 
     def forward(self, x):
+        """Return ``x`` unchanged (convert replaces the stub by a Quantize module) (matches
+        torch.ao.quantization.QuantStub.forward).
+        """
         return x
 
 
@@ -28,6 +31,9 @@ class DeQuantStub(nn.Module):
             self.qconfig = qconfig
 
     def forward(self, x):
+        """Return ``x`` unchanged (convert replaces the stub by a DeQuantize module) (matches
+        torch.ao.quantization.DeQuantStub.forward).
+        """
         return x
 
 
@@ -43,4 +49,7 @@ class QuantWrapper(nn.Module):
         self.train(module.training)
 
     def forward(self, X):
+        """``dequant(module(quant(X)))``; shapes and dtypes are the wrapped module's (matches
+        torch.ao.quantization.QuantWrapper.forward).
+        """
         return self.dequant(self.module(self.quant(X)))

@@ -29,9 +29,13 @@ class ReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.relu elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.ReLU.forward).
+        """
         return F.relu(input, inplace=self.inplace)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``inplace=True`` when set, else empty."""
         return _inplace_repr(self.inplace)
 
 
@@ -43,9 +47,13 @@ class ReLU6(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.relu6 elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.ReLU6.forward).
+        """
         return F.relu6(input, inplace=self.inplace)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``inplace=True`` when set, else empty."""
         return _inplace_repr(self.inplace)
 
 
@@ -58,9 +66,13 @@ class LeakyReLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.leaky_relu elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.LeakyReLU.forward).
+        """
         return F.leaky_relu(input, self.negative_slope, self.inplace)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``negative_slope=...`` plus ``, inplace=True`` when set."""
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
@@ -72,9 +84,11 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, input):
+        """Apply F.gelu elementwise: any shape -> same shape and dtype (matches torch.nn.GELU.forward)."""
         return F.gelu(input, approximate=self.approximate)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``approximate='none'`` or ``approximate='tanh'``."""
         return f"approximate={self.approximate!r}"
 
 
@@ -86,9 +100,13 @@ class SiLU(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.silu elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.SiLU.forward).
+        """
         return F.silu(input, inplace=self.inplace)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``inplace=True`` when set, else empty."""
         return _inplace_repr(self.inplace)
 
 
@@ -100,9 +118,13 @@ class Mish(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.mish elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.Mish.forward).
+        """
         return F.mish(input, inplace=self.inplace)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``inplace=True`` when set, else empty."""
         return _inplace_repr(self.inplace)
 
 
@@ -114,6 +136,9 @@ class Hardswish(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.hardswish elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.Hardswish.forward).
+        """
         return F.hardswish(input, self.inplace)
 
 
@@ -125,6 +150,9 @@ class Hardsigmoid(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.hardsigmoid elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.Hardsigmoid.forward).
+        """
         return F.hardsigmoid(input, self.inplace)
 
 
@@ -132,6 +160,8 @@ class Sigmoid(Module):
     """1 / (1 + exp(-x)) (matches torch.nn.Sigmoid)."""
 
     def forward(self, input):
+        """Apply F.sigmoid elementwise: any shape -> same shape and dtype (matches torch.nn.Sigmoid.forward).
+        """
         return F.sigmoid(input)
 
 
@@ -139,6 +169,7 @@ class Tanh(Module):
     """tanh(x) (matches torch.nn.Tanh)."""
 
     def forward(self, input):
+        """Apply F.tanh elementwise: any shape -> same shape and dtype (matches torch.nn.Tanh.forward)."""
         return F.tanh(input)
 
 
@@ -146,6 +177,8 @@ class LogSigmoid(Module):
     """log(sigmoid(x)) (matches torch.nn.LogSigmoid)."""
 
     def forward(self, input):
+        """Apply F.logsigmoid elementwise: any shape -> same shape and dtype (matches torch.nn.LogSigmoid.forward).
+        """
         return F.logsigmoid(input)
 
 
@@ -153,6 +186,8 @@ class Softsign(Module):
     """x / (1 + |x|) (matches torch.nn.Softsign)."""
 
     def forward(self, input):
+        """Apply F.softsign elementwise: any shape -> same shape and dtype (matches torch.nn.Softsign.forward).
+        """
         return F.softsign(input)
 
 
@@ -160,6 +195,8 @@ class Tanhshrink(Module):
     """x - tanh(x) (matches torch.nn.Tanhshrink)."""
 
     def forward(self, input):
+        """Apply F.tanhshrink elementwise: any shape -> same shape and dtype (matches torch.nn.Tanhshrink.forward).
+        """
         return F.tanhshrink(input)
 
 
@@ -183,6 +220,9 @@ class Softmax(_SoftmaxBase):
     """exp(x) / sum(exp(x)) along ``dim`` (matches torch.nn.Softmax)."""
 
     def forward(self, input):
+        """Apply F.softmax along ``self.dim``: any shape -> same shape and dtype; ``dim=None`` picks the legacy
+        implicit dim with a UserWarning (matches torch.nn.Softmax.forward).
+        """
         return F.softmax(input, self.dim, _stacklevel=5)
 
 
@@ -190,6 +230,9 @@ class LogSoftmax(_SoftmaxBase):
     """log(softmax(x)) along ``dim`` (matches torch.nn.LogSoftmax)."""
 
     def forward(self, input):
+        """Apply F.log_softmax along ``self.dim``: any shape -> same shape and dtype; ``dim=None`` picks the legacy
+        implicit dim with a UserWarning (matches torch.nn.LogSoftmax.forward).
+        """
         return F.log_softmax(input, self.dim, _stacklevel=5)
 
 
@@ -197,6 +240,9 @@ class Softmin(_SoftmaxBase):
     """softmax(-x) along ``dim`` (matches torch.nn.Softmin)."""
 
     def forward(self, input):
+        """Apply F.softmin along ``self.dim``: any shape -> same shape and dtype; ``dim=None`` picks the legacy
+        implicit dim with a UserWarning (matches torch.nn.Softmin.forward).
+        """
         return F.softmin(input, self.dim, _stacklevel=5)
 
 
@@ -209,9 +255,12 @@ class Softplus(Module):
         self.threshold = threshold
 
     def forward(self, input):
+        """Apply F.softplus elementwise: any shape -> same shape and dtype (matches torch.nn.Softplus.forward).
+        """
         return F.softplus(input, self.beta, self.threshold)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``beta=..., threshold=...``."""
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
@@ -224,9 +273,13 @@ class ELU(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.elu elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and returns
+        ``input`` (matches torch.nn.ELU.forward).
+        """
         return F.elu(input, self.alpha, self.inplace)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``alpha=...`` plus ``, inplace=True`` when set."""
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
@@ -239,9 +292,13 @@ class CELU(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.celu elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.CELU.forward).
+        """
         return F.celu(input, self.alpha, self.inplace)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``alpha=...`` plus ``, inplace=True`` when set."""
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
@@ -253,9 +310,13 @@ class SELU(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.selu elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.SELU.forward).
+        """
         return F.selu(input, self.inplace)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``inplace=True`` when set, else empty."""
         return _inplace_repr(self.inplace)
 
 
@@ -271,9 +332,13 @@ class Hardtanh(Module):
             raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
 
     def forward(self, input):
+        """Apply F.hardtanh elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.Hardtanh.forward).
+        """
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``min_val=..., max_val=...`` plus ``, inplace=True`` when set."""
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
 
 
@@ -287,9 +352,13 @@ class Threshold(Module):
         self.inplace = inplace
 
     def forward(self, input):
+        """Apply F.threshold elementwise: any shape -> same shape and dtype; with ``inplace=True`` overwrites and
+        returns ``input`` (matches torch.nn.Threshold.forward).
+        """
         return F.threshold(input, self.threshold, self.value, self.inplace)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``threshold=..., value=...`` plus ``, inplace=True`` when set."""
         return f"threshold={self.threshold}, value={self.value}" + (", inplace=True" if self.inplace else "")
 
 
@@ -301,9 +370,12 @@ class Hardshrink(Module):
         self.lambd = lambd
 
     def forward(self, input):
+        """Apply F.hardshrink elementwise: any shape -> same shape and dtype (matches torch.nn.Hardshrink.forward).
+        """
         return F.hardshrink(input, self.lambd)
 
     def extra_repr(self):
+        """Settings shown inside the repr: the bare ``lambd`` value."""
         return f"{self.lambd}"
 
 
@@ -315,9 +387,12 @@ class Softshrink(Module):
         self.lambd = lambd
 
     def forward(self, input):
+        """Apply F.softshrink elementwise: any shape -> same shape and dtype (matches torch.nn.Softshrink.forward).
+        """
         return F.softshrink(input, self.lambd)
 
     def extra_repr(self):
+        """Settings shown inside the repr: the bare ``lambd`` value."""
         return str(self.lambd)
 
 
@@ -329,9 +404,13 @@ class GLU(Module):
         self.dim = dim
 
     def forward(self, input):
+        """Gated linear unit along ``self.dim``: (*, 2K, *) -> (*, K, *), same dtype (matches
+        torch.nn.GLU.forward).
+        """
         return F.glu(input, self.dim)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``dim=...``."""
         return f"dim={self.dim}"
 
 
@@ -347,10 +426,16 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Fill ``weight`` with the constant ``self.init`` in place (matches torch.nn.PReLU.reset_parameters).
+        """
         init.constant_(self.weight, self.init)
 
     def forward(self, input):
+        """Apply F.prelu with ``self.weight``: (N, C, *) or any shape when ``num_parameters == 1`` -> same shape
+        and dtype; the weight broadcasts over dim 1 (matches torch.nn.PReLU.forward).
+        """
         return F.prelu(input, self.weight)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``num_parameters=...``."""
         return f"num_parameters={self.num_parameters}"

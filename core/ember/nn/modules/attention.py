@@ -90,6 +90,15 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                 average_attn_weights=True, is_causal=False):
+        """Attention of ``query`` over ``key``/``value`` via F.multi_head_attention_forward.
+
+        query (L, N, E), key (S, N, kdim), value (S, N, vdim) ((N, L, E) etc. with batch_first; unbatched (L,
+        E)) -> (output (L, N, E) in the query's layout, weights or None). Weights are (N, L, S), or (N,
+        num_heads, L, S) with ``average_attn_weights=False``; None when ``need_weights=False``.
+        ``key_padding_mask`` (N, S) and ``attn_mask`` (L, S) or (N*num_heads, L, S), bool (True = masked) or
+        float (added). Dropout on the weights only in training mode. Matches
+        torch.nn.MultiheadAttention.forward.
+        """
         is_batched = query.dim() == 3
         if self.batch_first and is_batched:
             # keep the identity of shared inputs: the packed self-attention projection relies on it

@@ -45,6 +45,9 @@ class Sequential(Module):
                 self.add_module(str(idx), module)
 
     def forward(self, input):
+        """Feed ``input`` through each module in order and return the last output; shapes and dtypes are whatever
+        the chain produces (matches torch.nn.Sequential.forward).
+        """
         for module in self._modules.values():
             input = module(input)
         return input
@@ -279,12 +282,15 @@ class ModuleDict(Module):
         return v
 
     def keys(self):
+        """A view of the module names, in insertion order (matches torch.nn.ModuleDict.keys)."""
         return self._modules.keys()
 
     def items(self):
+        """A view of (name, module) pairs, in insertion order (matches torch.nn.ModuleDict.items)."""
         return self._modules.items()
 
     def values(self):
+        """A view of the modules, in insertion order (matches torch.nn.ModuleDict.values)."""
         return self._modules.values()
 
     def update(self, modules):
@@ -368,6 +374,9 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
+        """One line per entry: ``(k): Parameter containing: [ember.float32 of size AxB]`` (plus the device when not
+        cpu) for tensors, ``(k): Object of type: T`` otherwise.
+        """
         lines = []
         for k, p in enumerate(self):
             if isinstance(p, Tensor):
@@ -427,35 +436,48 @@ class ParameterDict(Module):
         return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
     def setdefault(self, key, default=None):
+        """Return the entry for ``key``, first storing ``default`` (a tensor becomes a Parameter) when ``key`` is
+        absent (matches torch.nn.ParameterDict.setdefault).
+        """
         if key not in self:
             self[key] = default
         return self[key]
 
     def clear(self):
+        """Remove every entry (matches torch.nn.ParameterDict.clear)."""
         for k in list(self._keys):
             del self[k]
 
     def pop(self, key):
+        """Remove ``key`` and return its value (matches torch.nn.ParameterDict.pop)."""
         v = self[key]
         del self[key]
         return v
 
     def popitem(self):
+        """Remove and return the most recently inserted (key, value) pair (matches torch.nn.ParameterDict.popitem).
+        """
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
         k = next(reversed(self._keys))
         v = self[k]
         del self[k]
         return k, v
 
     def get(self, key, default=None):
+        """The value for ``key``, or ``default`` when absent (matches torch.nn.ParameterDict.get)."""
         return self[key] if key in self else default
 
     def keys(self):
+        """A view of the keys, in insertion order (matches torch.nn.ParameterDict.keys)."""
         return self._keys.keys()
 
     def items(self):
+        """A generator of (key, value) pairs, in insertion order (matches torch.nn.ParameterDict.items)."""
         return ((k, self[k]) for k in self._keys)
 
     def values(self):
+        """A generator of the values, in insertion order (matches torch.nn.ParameterDict.values)."""
         return (self[k] for k in self._keys)
 
     def update(self, parameters):
@@ -480,6 +502,9 @@ class ParameterDict(Module):
                 self[p[0]] = p[1]
 
     def extra_repr(self):
+        """One line per entry: ``(key): Parameter containing: [ember.float32 of size AxB]`` (plus the device when
+        not cpu) for tensors, ``(key): Object of type: T`` otherwise.
+        """
         lines = []
         for k, p in self.items():
             if isinstance(p, Tensor):

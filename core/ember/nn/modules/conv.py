@@ -141,6 +141,9 @@ class Conv1d(_ConvNd):
         return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
+        """F.conv1d (after F.pad for a non-'zeros' padding_mode): (N, C_in, L) or (C_in, L) -> (N, C_out, L_out) or
+        (C_out, L_out), same floating dtype (matches torch.nn.Conv1d.forward).
+        """
         return self._conv_forward(input, self.weight, self.bias)
 
 
@@ -166,6 +169,9 @@ class Conv2d(_ConvNd):
         return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
+        """F.conv2d (after F.pad for a non-'zeros' padding_mode): (N, C_in, H, W) or (C_in, H, W) -> (N, C_out,
+        H_out, W_out) or (C_out, H_out, W_out), same floating dtype (matches torch.nn.Conv2d.forward).
+        """
         return self._conv_forward(input, self.weight, self.bias)
 
 
@@ -216,6 +222,10 @@ class ConvTranspose1d(_ConvTransposeNd):
                          _single(dilation), True, _single(output_padding), groups, bias, padding_mode, device, dtype)
 
     def forward(self, input, output_size=None):
+        """F.conv_transpose1d: (N, C_in, L) or (C_in, L) -> (N, C_out, L_out); ``output_size`` (L_out, optionally
+        with the leading dims) chooses output_padding; ValueError when it has the wrong length or cannot be
+        reached (matches torch.nn.ConvTranspose1d.forward).
+        """
         output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 1,
                                               self.dilation)
         return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
@@ -235,6 +245,10 @@ class ConvTranspose2d(_ConvTransposeNd):
                          _pair(dilation), True, _pair(output_padding), groups, bias, padding_mode, device, dtype)
 
     def forward(self, input, output_size=None):
+        """F.conv_transpose2d: (N, C_in, H, W) or (C_in, H, W) -> (N, C_out, H_out, W_out); ``output_size`` (H_out,
+        W_out, optionally with the leading dims) chooses output_padding; ValueError when it has the wrong length
+        or cannot be reached (matches torch.nn.ConvTranspose2d.forward).
+        """
         output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 2,
                                               self.dilation)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,

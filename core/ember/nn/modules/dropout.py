@@ -25,6 +25,9 @@ class Dropout(_DropoutNd):
     """Elementwise dropout, any shape (matches torch.nn.Dropout)."""
 
     def forward(self, input):
+        """F.dropout in training mode, identity in eval: any shape -> same shape and dtype; ``inplace`` writes into
+        ``input`` (matches torch.nn.Dropout.forward).
+        """
         return F.dropout(input, self.p, self.training, self.inplace)
 
 
@@ -32,6 +35,9 @@ class Dropout1d(_DropoutNd):
     """Channel dropout for (N, C, L) or (C, L) inputs (matches torch.nn.Dropout1d)."""
 
     def forward(self, input):
+        """F.dropout1d (whole channels zeroed) in training mode, identity in eval: (N, C, L) or (C, L) -> same
+        shape and dtype (matches torch.nn.Dropout1d.forward).
+        """
         return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
@@ -39,6 +45,9 @@ class Dropout2d(_DropoutNd):
     """Channel dropout for (N, C, H, W) or (C, H, W) inputs (matches torch.nn.Dropout2d)."""
 
     def forward(self, input):
+        """F.dropout2d (whole channels zeroed) in training mode, identity in eval: (N, C, H, W) or (C, H, W) ->
+        same shape and dtype (matches torch.nn.Dropout2d.forward).
+        """
         return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
@@ -46,6 +55,9 @@ class Dropout3d(_DropoutNd):
     """Channel dropout for (N, C, D, H, W) or (C, D, H, W) inputs (matches torch.nn.Dropout3d)."""
 
     def forward(self, input):
+        """F.dropout3d (whole channels zeroed) in training mode, identity in eval: (N, C, D, H, W) or (C, D, H, W)
+        -> same shape and dtype (matches torch.nn.Dropout3d.forward).
+        """
         return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
@@ -53,4 +65,7 @@ class AlphaDropout(_DropoutNd):
     """Dropout that keeps the mean and variance of SELU activations (matches torch.nn.AlphaDropout)."""
 
     def forward(self, input):
+        """F.alpha_dropout in training mode, identity in eval: any shape -> same shape and dtype (matches
+        torch.nn.AlphaDropout.forward).
+        """
         return F.alpha_dropout(input, self.p, self.training)

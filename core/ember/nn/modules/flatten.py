@@ -18,9 +18,13 @@ class Flatten(Module):
         self.end_dim = end_dim
 
     def forward(self, input):
+        """``input.flatten(start_dim, end_dim)``: e.g. (N, C, H, W) -> (N, C*H*W), same dtype (matches
+        torch.nn.Flatten.forward).
+        """
         return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``start_dim=..., end_dim=...``."""
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
@@ -48,7 +52,11 @@ class Unflatten(Module):
         raise TypeError(f"unflattened_size must be a tuple of ints, but found type {type(input).__name__}")
 
     def forward(self, input):
+        """``input.unflatten(dim, unflattened_size)``: (*, S, *) -> (*, *unflattened_size, *), same dtype (matches
+        torch.nn.Unflatten.forward).
+        """
         return input.unflatten(self.dim, self.unflattened_size)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``dim=..., unflattened_size=...``."""
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

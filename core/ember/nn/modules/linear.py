@@ -20,6 +20,7 @@ class Identity(Module):
         super().__init__()
 
     def forward(self, input):
+        """Return ``input`` itself (the same object) (matches torch.nn.Identity.forward)."""
         return input
 
 
@@ -54,9 +55,13 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
+        """F.linear: (*, in_features) -> (*, out_features), dtype of the input and weight (matches
+        torch.nn.Linear.forward).
+        """
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``in_features=..., out_features=..., bias=True|False``."""
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
@@ -80,14 +85,23 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Re-draw weight and bias in place from U(-1/sqrt(in1_features), 1/sqrt(in1_features)) (matches
+        torch.nn.Bilinear.reset_parameters).
+        """
         bound = 1 / math.sqrt(self.weight.size(1))
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1, input2):
+        """F.bilinear: (*, in1_features) and (*, in2_features) -> (*, out_features) (matches
+        torch.nn.Bilinear.forward).
+        """
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``in1_features=..., in2_features=..., out_features=...,
+        bias=True|False``.
+        """
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")

@@ -41,6 +41,9 @@ class L1Loss(_Loss):
     __constants__ = ["reduction"]
 
     def forward(self, input, target):
+        """F.l1_loss of input (*) and target of the same shape -> a 0-dim tensor for reduction 'mean' / 'sum', the
+        elementwise loss for 'none' (matches torch.nn.L1Loss.forward).
+        """
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
@@ -50,6 +53,9 @@ class MSELoss(_Loss):
     __constants__ = ["reduction"]
 
     def forward(self, input, target):
+        """F.mse_loss of input (*) and target of the same shape -> a 0-dim tensor for reduction 'mean' / 'sum', the
+        elementwise loss for 'none' (matches torch.nn.MSELoss.forward).
+        """
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
@@ -63,6 +69,9 @@ class SmoothL1Loss(_Loss):
         self.beta = beta
 
     def forward(self, input, target):
+        """F.smooth_l1_loss of input (*) and target of the same shape -> a 0-dim tensor for reduction 'mean' /
+        'sum', the elementwise loss for 'none' (matches torch.nn.SmoothL1Loss.forward).
+        """
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
@@ -76,6 +85,9 @@ class HuberLoss(_Loss):
         self.delta = delta
 
     def forward(self, input, target):
+        """F.huber_loss of input (*) and target of the same shape -> a 0-dim tensor for reduction 'mean' / 'sum',
+        the elementwise loss for 'none' (matches torch.nn.HuberLoss.forward).
+        """
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
@@ -93,6 +105,10 @@ class CrossEntropyLoss(_WeightedLoss):
         self.label_smoothing = label_smoothing
 
     def forward(self, input, target):
+        """F.cross_entropy of logits (N, C), (N, C, d1, ...) or (C,) against int64 class indices (N) / (N, d1, ...)
+        / () or class probabilities of the input's shape -> a 0-dim tensor for reduction 'mean' / 'sum', the
+        elementwise loss for 'none' ((N, d1, ...)) (matches torch.nn.CrossEntropyLoss.forward).
+        """
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
@@ -108,6 +124,10 @@ class NLLLoss(_WeightedLoss):
         self.ignore_index = ignore_index
 
     def forward(self, input, target):
+        """F.nll_loss of log-probabilities (N, C), (N, C, d1, ...) or (C,) against int64 class indices (N) / (N,
+        d1, ...) / () -> a 0-dim tensor for reduction 'mean' / 'sum', the elementwise loss for 'none'; 'mean'
+        divides by the summed weights of the non-ignored targets (matches torch.nn.NLLLoss.forward).
+        """
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
                           reduction=self.reduction)
 
@@ -119,6 +139,9 @@ class BCELoss(_WeightedLoss):
     __constants__ = ["reduction"]
 
     def forward(self, input, target):
+        """F.binary_cross_entropy of probabilities input (*) in [0, 1] and target of the same shape -> a 0-dim
+        tensor for reduction 'mean' / 'sum', the elementwise loss for 'none' (matches torch.nn.BCELoss.forward).
+        """
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
 
 
@@ -132,6 +155,10 @@ class BCEWithLogitsLoss(_Loss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
+        """F.binary_cross_entropy_with_logits of logits input (*) and target of the same shape -> a 0-dim tensor
+        for reduction 'mean' / 'sum', the elementwise loss for 'none' (matches
+        torch.nn.BCEWithLogitsLoss.forward).
+        """
         return F.binary_cross_entropy_with_logits(input, target, self.weight, pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
 
@@ -147,6 +174,10 @@ class KLDivLoss(_Loss):
         self.log_target = log_target
 
     def forward(self, input, target):
+        """F.kl_div of log-probabilities input (*) against target (*) (log-probabilities with ``log_target``) -> a
+        0-dim tensor for 'mean' / 'sum' / 'batchmean', the elementwise loss for 'none' (matches
+        torch.nn.KLDivLoss.forward).
+        """
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
@@ -156,6 +187,9 @@ class SoftMarginLoss(_Loss):
     __constants__ = ["reduction"]
 
     def forward(self, input, target):
+        """F.soft_margin_loss of input (*) and target of +1 / -1 of the same shape -> a 0-dim tensor for reduction
+        'mean' / 'sum', the elementwise loss for 'none' (matches torch.nn.SoftMarginLoss.forward).
+        """
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
@@ -169,6 +203,10 @@ class PoissonNLLLoss(_Loss):
         self.log_input, self.full, self.eps = log_input, full, eps
 
     def forward(self, log_input, target):
+        """F.poisson_nll_loss of log_input (*) (a rate, or its log with ``log_input=True``) and target (*) -> a
+        0-dim tensor for reduction 'mean' / 'sum', the elementwise loss for 'none' (matches
+        torch.nn.PoissonNLLLoss.forward).
+        """
         return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
                                   reduction=self.reduction)
 
@@ -183,6 +221,10 @@ class GaussianNLLLoss(_Loss):
         self.full, self.eps = full, eps
 
     def forward(self, input, target, var):
+        """F.gaussian_nll_loss of input (N, *) and target (N, *) with variance ``var`` of the same shape, one fewer
+        trailing dim or a trailing 1 -> a 0-dim tensor for reduction 'mean' / 'sum', the elementwise loss for
+        'none' (matches torch.nn.GaussianNLLLoss.forward).
+        """
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
 
 
@@ -196,6 +238,10 @@ class CosineEmbeddingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input1, input2, target):
+        """F.cosine_embedding_loss of input1, input2 (N, D) or (D) and target (N) or () of +1 / -1 -> a 0-dim
+        tensor for reduction 'mean' / 'sum', the elementwise loss for 'none' (N) (matches
+        torch.nn.CosineEmbeddingLoss.forward).
+        """
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
@@ -209,6 +255,10 @@ class MarginRankingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input1, input2, target):
+        """F.margin_ranking_loss of input1, input2 (N) or () and target of +1 / -1 of the same shape -> a 0-dim
+        tensor for reduction 'mean' / 'sum', the elementwise loss for 'none' (matches
+        torch.nn.MarginRankingLoss.forward).
+        """
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
@@ -222,4 +272,7 @@ class HingeEmbeddingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input, target):
+        """F.hinge_embedding_loss of input (*) and target of +1 / -1 of the same shape -> a 0-dim tensor for
+        reduction 'mean' / 'sum', the elementwise loss for 'none' (matches torch.nn.HingeEmbeddingLoss.forward).
+        """
         return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)

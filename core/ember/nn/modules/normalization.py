@@ -43,12 +43,19 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Set ``weight`` to ones and ``bias`` to zeros in place (those present) (matches
+        torch.nn.LayerNorm.reset_parameters).
+        """
         _reset_affine(self)
 
     def forward(self, input):
+        """F.layer_norm over the trailing ``normalized_shape`` dims: (*, *normalized_shape) -> same shape and dtype
+        (matches torch.nn.LayerNorm.forward).
+        """
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``(shape,), eps=..., elementwise_affine=..., bias=...``."""
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
                 f"bias={self.bias is not None}")
 
@@ -70,12 +77,19 @@ class GroupNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Set ``weight`` to ones and ``bias`` to zeros in place (those present) (matches
+        torch.nn.GroupNorm.reset_parameters).
+        """
         _reset_affine(self)
 
     def forward(self, input):
+        """F.group_norm with ``num_groups`` groups: (N, C, *) -> same shape and dtype (matches
+        torch.nn.GroupNorm.forward).
+        """
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``num_groups, num_channels, eps=..., affine=..., bias=...``."""
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
 
@@ -98,11 +112,17 @@ class RMSNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Set ``weight`` to ones in place when ``elementwise_affine`` (matches torch.nn.RMSNorm.reset_parameters).
+        """
         if self.elementwise_affine:
             init.ones_(self.weight)
 
     def forward(self, input):
+        """F.rms_norm over the trailing ``normalized_shape`` dims: (*, *normalized_shape) -> same shape and dtype
+        (matches torch.nn.RMSNorm.forward).
+        """
         return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``(shape,), eps=..., elementwise_affine=...``."""
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"

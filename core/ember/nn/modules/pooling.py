@@ -31,6 +31,9 @@ class MaxPool1d(_MaxPoolNd):
     returns the argmax positions (matches torch.nn.MaxPool1d)."""
 
     def forward(self, input):
+        """F.max_pool1d: (N, C, L) or (C, L) -> (N, C, L_out) or (C, L_out), same dtype; with ``return_indices`` a
+        tuple (output, int64 indices) (matches torch.nn.MaxPool1d.forward).
+        """
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
@@ -40,6 +43,9 @@ class MaxPool2d(_MaxPoolNd):
     also returns the flat argmax positions per plane (matches torch.nn.MaxPool2d)."""
 
     def forward(self, input):
+        """F.max_pool2d: (N, C, H, W) or (C, H, W) -> (N, C, H_out, W_out) or (C, H_out, W_out), same dtype; with
+        ``return_indices`` a tuple (output, int64 indices) (matches torch.nn.MaxPool2d.forward).
+        """
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
@@ -56,10 +62,14 @@ class AvgPool1d(Module):
         self.count_include_pad = count_include_pad
 
     def forward(self, input):
+        """F.avg_pool1d: (N, C, L) or (C, L) -> (N, C, L_out) or (C, L_out), same dtype (matches
+        torch.nn.AvgPool1d.forward).
+        """
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``kernel_size=(k,), stride=(s,), padding=(p,)``."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -78,10 +88,14 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input):
+        """F.avg_pool2d: (N, C, H, W) or (C, H, W) -> (N, C, H_out, W_out) or (C, H_out, W_out), same dtype
+        (matches torch.nn.AvgPool2d.forward).
+        """
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``kernel_size=..., stride=..., padding=...``."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -99,6 +113,9 @@ class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     (matches torch.nn.AdaptiveAvgPool1d)."""
 
     def forward(self, input):
+        """F.adaptive_avg_pool1d: (N, C, L) or (C, L) -> (N, C, output_size), same dtype (matches
+        torch.nn.AdaptiveAvgPool1d.forward).
+        """
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
@@ -107,6 +124,9 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     None entry keeps that input size (matches torch.nn.AdaptiveAvgPool2d)."""
 
     def forward(self, input):
+        """F.adaptive_avg_pool2d: (N, C, H, W) or (C, H, W) -> (N, C, *output_size), same dtype (matches
+        torch.nn.AdaptiveAvgPool2d.forward).
+        """
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
@@ -124,6 +144,9 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     """Max over adaptive windows: (N, C, L) -> (N, C, output_size) (matches torch.nn.AdaptiveMaxPool1d)."""
 
     def forward(self, input):
+        """F.adaptive_max_pool1d: (N, C, L) or (C, L) -> (N, C, output_size), same dtype; with ``return_indices`` a
+        tuple (output, int64 indices) (matches torch.nn.AdaptiveMaxPool1d.forward).
+        """
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
@@ -131,4 +154,7 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
     """Max over adaptive windows: (N, C, H, W) -> (N, C, *output_size) (matches torch.nn.AdaptiveMaxPool2d)."""
 
     def forward(self, input):
+        """F.adaptive_max_pool2d: (N, C, H, W) or (C, H, W) -> (N, C, *output_size), same dtype; with
+        ``return_indices`` a tuple (output, int64 indices) (matches torch.nn.AdaptiveMaxPool2d.forward).
+        """
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)

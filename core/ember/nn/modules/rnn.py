@@ -193,6 +193,9 @@ class RNNBase(Module):
         return x, ember.stack(h_n, 0), (ember.stack(c_n, 0) if cs is not None else None)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``input_size, hidden_size`` plus each non-default option (proj_size,
+        num_layers, bias, batch_first, dropout, bidirectional).
+        """
         s = "{input_size}, {hidden_size}"
         if self.proj_size != 0:
             s += ", proj_size={proj_size}"
@@ -224,6 +227,15 @@ class RNNBase(Module):
         return out.transpose(0, 1) if self.batch_first else out
 
     def forward(self, input, hx=None):
+        """Run every layer (and direction) over the sequence; used by RNN and GRU.
+
+        input (L, N, H_in), (N, L, H_in) with batch_first, or unbatched (L, H_in); ``hx`` (D * num_layers, N, H)
+        or unbatched (D * num_layers, H), zeros when None. Returns (output (L, N, D * H) in the input's layout,
+        h_n of hx's shape), in the input's dtype. ValueError for a non-2-D/3-D input; RuntimeError "For batched
+        3-D input, hx should also be 3-D but got k-D tensor" (and the unbatched form), "input.size(-1) must be
+        equal to input_size. ..." and "Expected hidden size (...), got [...]". Matches torch.nn.RNN.forward /
+        torch.nn.GRU.forward.
+        """
         x, batched, n = self._prepare(input)
         expected = self._expected_hidden(n)
         if hx is None:
@@ -279,6 +291,15 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def forward(self, input, hx=None):
+        """Run every LSTM layer (and direction) over the sequence.
+
+        input (L, N, H_in), (N, L, H_in) with batch_first, or unbatched (L, H_in); ``hx`` = (h_0 (D *
+        num_layers, N, H_out), c_0 (D * num_layers, N, H_cell)), unbatched without N, zeros when None; H_out is
+        proj_size when > 0 else hidden_size. Returns (output (L, N, D * H_out) in the input's layout, (h_n,
+        c_n)). RuntimeError "For batched 3-D input, hx and cx should also be 3-D but got (a-D, b-D) tensors"
+        (and the unbatched form), "Expected hidden[0] size ..., got ..." / "Expected hidden[1] size ...".
+        Matches torch.nn.LSTM.forward.
+        """
         x, batched, n = self._prepare(input)
         exp_h, exp_c = self._expected_hidden(n), self._expected_hidden(n, cell=True)
         if hx is None:
@@ -338,11 +359,17 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Re-draw every parameter in place from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) (matches
+        torch.nn.RNNCellBase.reset_parameters).
+        """
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``input_size, hidden_size`` plus ``bias=False`` and a non-tanh
+        ``nonlinearity`` when set.
+        """
         s = "{input_size}, {hidden_size}"
         if "bias" in self.__dict__ and self.bias is not True:
             s += ", bias={bias}"
@@ -395,6 +422,10 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):
+        """One step: input (N, H_in) or (H_in,), hx (N, H) or (H,) (zeros when None) -> h' of hx's shape, input
+        dtype. RuntimeError "Unknown nonlinearity: X" for a nonlinearity other than 'tanh' / 'relu'; shape
+        errors as PyTorch's. Matches torch.nn.RNNCell.forward.
+        """
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         x, (h,), batched = self._prepare(input, hx, 1)
@@ -411,6 +442,9 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input, hx=None):
+        """One step: input (N, H_in) or (H_in,), hx = (h, c) each (N, H) or (H,) (zeros when None) -> (h', c') of
+        the same shapes, input dtype; shape errors as PyTorch's (matches torch.nn.LSTMCell.forward).
+        """
         x, (h, c), batched = self._prepare(input, hx, 2)
         xw = F.linear(x, self.weight_ih, self.bias_ih)
         if self.bias_hh is not None:
@@ -426,6 +460,9 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input, hx=None):
+        """One step: input (N, H_in) or (H_in,), hx (N, H) or (H,) (zeros when None) -> h' of hx's shape, input
+        dtype; shape errors as PyTorch's (matches torch.nn.GRUCell.forward).
+        """
         x, (h,), batched = self._prepare(input, hx, 1)
         h, _ = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, None, self.weight_hh, self.bias_hh, None)
         return h if batched else h.squeeze(0)

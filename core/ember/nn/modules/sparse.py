@@ -59,10 +59,16 @@ class Embedding(Module):
                 self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
+        """F.embedding: integer indices (*) -> (*, embedding_dim) rows of ``weight`` in its dtype; ``max_norm``
+        renormalises the looked-up rows of ``weight`` in place (matches torch.nn.Embedding.forward).
+        """
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``num_embeddings, embedding_dim`` plus each non-default option
+        (padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse).
+        """
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"

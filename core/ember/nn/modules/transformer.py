@@ -64,6 +64,11 @@ class TransformerEncoderLayer(Module):
         self.activation = _activation(activation)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+        """Self-attention block then feed-forward block, each residual with dropout and LayerNorm (applied first
+        with ``norm_first``): src (S, N, E), (N, S, E) with batch_first, or unbatched (S, E) -> same shape and
+        dtype; ``src_mask`` (S, S) and ``src_key_padding_mask`` (N, S) go to self_attn (matches
+        torch.nn.TransformerEncoderLayer.forward).
+        """
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -113,6 +118,10 @@ class TransformerEncoder(Module):
                               stacklevel=2)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        """Run ``src`` through every layer (passing ``mask``, ``src_key_padding_mask`` and ``is_causal``) then
+        ``norm`` if set: same shape and dtype as ``src`` (matches torch.nn.TransformerEncoder.forward, without
+        nested tensors).
+        """
         out = src
         for mod in self.layers:
             out = mod(out, src_mask=mask, is_causal=bool(is_causal), src_key_padding_mask=src_key_padding_mask)

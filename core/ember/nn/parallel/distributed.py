@@ -204,6 +204,14 @@ class DistributedDataParallel(Module):
             b.work = None
 
     def forward(self, *inputs, **kwargs):
+        """Run the wrapped module on the inputs (broadcasting buffers from rank 0 first when ``broadcast_buffers``)
+        and arm the gradient all-reduce for the next backward when grad mode is on and not in ``no_sync()``;
+        returns the module's output unchanged.
+
+        RuntimeError "Expected to have finished reduction in the prior iteration before starting a new one. ..."
+        when the previous synchronised backward left some parameters unreduced (unused parameters without
+        ``find_unused_parameters=True``). Matches torch.nn.parallel.DistributedDataParallel.forward.
+        """
         if not self._finalized and any(self._ready):
             self._reset()
             raise RuntimeError(

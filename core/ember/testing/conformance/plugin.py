@@ -21,6 +21,9 @@ _STATE_KEY = "_ember_conformance_state"
 
 
 def pytest_addoption(parser):
+    """Add the ``--ember-device``, ``--ember-dtype``, ``--ember-op``, ``--ember-layout``, ``--ember-xfails`` and
+    ``--ember-opinfos`` options (group "ember").
+    """
     g = parser.getgroup("ember", "ember conformance suite (pytest --pyargs ember.testing.conformance)")
     g.addoption("--ember-device", default=None, help="device to run the conformance suite on (default cpu)")
     g.addoption("--ember-dtype", default=None, help="comma-separated dtype names (default: all the device declares)")
@@ -59,6 +62,9 @@ def _state(config) -> _State:
 
 
 def pytest_generate_tests(metafunc):
+    """Parametrise tests that request ``ember_case`` (one param per (op, dtype, sample) case, xfail-marked from the
+    xfail sets) or ``ember_device_check`` (one per device check); others are left alone.
+    """
     names = metafunc.fixturenames
     if "ember_case" not in names and "ember_device_check" not in names:
         return
@@ -94,6 +100,9 @@ def ember_target(request):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
+    """Hook wrapper: count, per (test, op, dtype) group with an expected failure, the samples that failed as
+    expected and those that passed.
+    """
     outcome = yield
     rep = outcome.get_result()
     if rep.when != "call" or not hasattr(item, "callspec"):
@@ -127,11 +136,13 @@ def _unexpected(config):
 
 
 def pytest_sessionfinish(session, exitstatus):
+    """Set the exit status to 1 when a session that otherwise passed has unexpected passes."""
     if _unexpected(session.config) and session.exitstatus == 0:
         session.exitstatus = 1
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Print the target (device, layout, op count, dtypes) and list the unexpected passes, if any."""
     st = getattr(config, _STATE_KEY, None)
     if st is None:
         return

@@ -226,6 +226,7 @@ def _matrix_norm_ref(a, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 
 
 def np_dtype_of(dt):
+    """The numpy dtype of ember dtype ``dt`` (bfloat16 through ml_dtypes)."""
     return np.dtype(dt.numpy_dtype)
 
 

@@ -181,6 +181,7 @@ class DataLoader:
     # ---------------------------------------------------------------- options
     @property
     def multiprocessing_context(self):
+        """The multiprocessing context workers start in (None: the platform default)."""
         return self._multiprocessing_context
 
     @multiprocessing_context.setter

@@ -132,6 +132,7 @@ class ConcatDataset(Dataset):
 
     @property
     def cummulative_sizes(self):
+        """Deprecated spelling of ``cumulative_sizes`` (DeprecationWarning), as in PyTorch."""
         warnings.warn("cummulative_sizes attribute is renamed to cumulative_sizes", DeprecationWarning,
                       stacklevel=2)
         return self.cumulative_sizes

@@ -78,6 +78,7 @@ class RandomSampler(Sampler):
 
     @property
     def num_samples(self) -> int:
+        """How many indices one pass yields: ``num_samples`` if given, else the dataset's current length."""
         # the dataset's length is read on each use: it may change between passes
         return len(self.data_source) if self._num_samples is None else self._num_samples
 

@@ -5,5 +5,8 @@ MODULES = (copy, creation, elementwise, reduction, linalg, shape, indexing, rand
 
 
 def register_all(lib):
+    """Call every kernel module's ``register(lib)`` (copy, creation, elementwise, reduction, linalg, shape,
+    indexing, random, nn, conv).
+    """
     for m in MODULES:
         m.register(lib)

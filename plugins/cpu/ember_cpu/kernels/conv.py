@@ -47,6 +47,9 @@ def _grad_matrix(g):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, out):
+    """cpu kernel of ``conv2d``, floating dtypes: input (N, C, H, W), weight (O, C / groups, kh, kw), bias (O) ->
+    ``out`` (N, O, oh, ow), one GEMM per group over the im2col matrix. float16 / bfloat16 compute in float32.
+    """
     o = np_view(out)
     cd = compute_np(out._dtype)
     x, w = _arr(input, cd), _arr(weight, cd)
@@ -73,6 +76,10 @@ def _grouped_wc(groups, wm, cols):
 
 
 def conv2d_backward_input(grad_output, weight, input_size, stride, padding, dilation, groups, *, out):
+    """cpu kernel of ``conv2d_backward_input``, floating dtypes: write the gradient with respect to the input
+    (``input_size`` (N, C, H, W)) of ``grad_output`` (N, O, oh, ow) into ``out``. float16 / bfloat16 compute in
+    float32.
+    """
     cd = compute_np(out._dtype)
     g, w = _arr(grad_output, cd), _arr(weight, cd)
     N, O, oh, ow = g.shape
@@ -100,22 +107,29 @@ def conv2d_backward_input(grad_output, weight, input_size, stride, padding, dila
 
 
 def conv2d_backward_weight(grad_output, input, weight_size, stride, padding, dilation, groups, *, out):
+    """cpu kernel of ``conv2d_backward_weight``, floating dtypes: write the gradient with respect to the weight
+    (``weight_size`` (O, C / groups, kh, kw)) into ``out``. float16 / bfloat16 compute in float32.
+    """
     cd = compute_np(out._dtype)
     g, x = _arr(grad_output, cd), _arr(input, cd)
     N, O, oh, ow = g.shape
     Cg, kh, kw = (int(s) for s in weight_size[1:])
     cols = _columns(x, kh, kw, oh, ow, *_window(stride, padding, dilation))      # (K, M)
     gm = _grad_matrix(g)                                                         # (O, M)
-    o = np_view(out).reshape(O, Cg * kh * kw)
+    dst = np_view(out)
     if groups == 1:
-        np.copyto(o, gm @ cols.T, casting="unsafe")
-        return
-    Og, Kg = O // groups, Cg * kh * kw
-    for j in range(groups):
-        np.copyto(o[j * Og:(j + 1) * Og], gm[j * Og:(j + 1) * Og] @ cols[j * Kg:(j + 1) * Kg].T, casting="unsafe")
+        res = gm @ cols.T
+    else:
+        Og, Kg = O // groups, Cg * kh * kw
+        res = np.empty((O, Kg), gm.dtype)
+        for j in range(groups):
+            np.matmul(gm[j * Og:(j + 1) * Og], cols[j * Kg:(j + 1) * Kg].T, out=res[j * Og:(j + 1) * Og])
+    # through dst's own strides (a reshape of a non-contiguous out would write into a copy)
+    np.copyto(dst, res.reshape(dst.shape), casting="unsafe")
 
 
 def register(lib):
+    """Register conv2d and its two backward kernels for device 'cpu', floating dtypes, on ``lib``."""
     for name, k in (("conv2d", conv2d), ("conv2d_backward_input", conv2d_backward_input),
                     ("conv2d_backward_weight", conv2d_backward_weight)):
         lib.impl(name, k, device="cpu", dtypes=FLOAT)

@@ -19,6 +19,9 @@ def copy_(self, src, non_blocking=False):
 
 
 def fill_(self, value):
+    """cpu kernel of ``fill_``, all dtypes: set every element of ``self`` to ``value`` in place (integer dtypes
+    convert as C does: 2.7 -> 2, -1 -> 255 for uint8); returns ``self``.
+    """
     o = np_view(self)
     if o.dtype.kind in "iub":
         # C-style conversion, as PyTorch: 2.7 -> 2, -1 -> 255 for uint8
@@ -28,5 +31,6 @@ def fill_(self, value):
 
 
 def register(lib):
+    """Register copy_ and fill_ for device 'cpu', all dtypes, on ``lib``."""
     lib.impl("copy_", copy_, device="cpu", dtypes=ALL)
     lib.impl("fill_", fill_, device="cpu", dtypes=ALL)

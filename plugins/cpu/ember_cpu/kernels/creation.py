@@ -7,6 +7,9 @@ from ._util import ALL, np_view
 
 
 def arange(start, end, step, size, dtype, device, *, out):
+    """cpu kernel of ``arange``, all dtypes: write start + i * step for i < ``size`` into ``out`` (int64 arithmetic
+    for integer dtypes and int arguments, else float64).
+    """
     o = np_view(out)
     if o.dtype.kind in "iub" and all(isinstance(v, int) for v in (start, end, step)):
         o[...] = start + np.arange(size, dtype=np.int64) * step
@@ -15,6 +18,10 @@ def arange(start, end, step, size, dtype, device, *, out):
 
 
 def linspace(start, end, steps, base, dtype, device, *, out):
+    """cpu kernel of ``linspace`` / ``logspace``, all dtypes: write ``steps`` evenly spaced values from ``start``
+    to ``end`` (PyTorch's symmetric formula; base ** value when ``base`` is set) into ``out``; integer dtypes
+    truncate.
+    """
     o = np_view(out)
     if steps == 0:
         return
@@ -34,6 +41,8 @@ def linspace(start, end, steps, base, dtype, device, *, out):
 
 
 def eye(n, m, dtype, device, *, out):
+    """cpu kernel of ``eye``, all dtypes: write the (n, m) identity (ones on the main diagonal) into ``out``.
+    """
     o = np_view(out)
     o.fill(0)
     k = min(n, m)
@@ -41,6 +50,7 @@ def eye(n, m, dtype, device, *, out):
 
 
 def register(lib):
+    """Register arange, linspace and eye for device 'cpu', all dtypes, on ``lib``."""
     lib.impl("arange", arange, device="cpu", dtypes=ALL)
     lib.impl("linspace", linspace, device="cpu", dtypes=ALL)
     lib.impl("eye", eye, device="cpu", dtypes=ALL)

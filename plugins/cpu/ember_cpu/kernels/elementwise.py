@@ -121,6 +121,12 @@ _UNARY_TO_FLOAT = {"exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqr
 
 
 def make_unary(f, name=""):
+    """Build the cpu kernel ``kernel(self, *, out)`` of unary op ``name`` from numpy function ``f``.
+
+    Same dtype in and out: ``f(a, out=o)`` straight into out's memory. Otherwise it computes in PyTorch's common
+    dtype (integers in the default float dtype for the float ops, float16 / bfloat16 in float32 rounded back to
+    their dtype) and casts into ``out``. numpy's floating-point warnings are suppressed.
+    """
     quiet = name not in _MAY_WARN
     to_float = name in _UNARY_TO_FLOAT
 
@@ -250,6 +256,14 @@ def _slow_binary(f, name, self, other, out, alpha):
 
 
 def make_binary(f, name, with_alpha):
+    """Build the cpu kernel of binary op ``name`` from numpy ufunc ``f``: ``kernel(self, other, *, [alpha=1,]
+    out)`` with ``alpha`` only when ``with_alpha`` (add / sub).
+
+    Fast path: operands (tensor or Python scalar of the same category) in out's dtype -> ``f(a, b, out=o)``;
+    float64 add / sub with alpha round once (fma64), as PyTorch's fused kernels do. Anything else (mixed dtypes,
+    low precision, scalar first) computes in the common dtype and casts into ``out``. Integer floor_divide /
+    remainder / fmod / div by zero raise RuntimeError "ZeroDivisionError".
+    """
     if with_alpha:
         sign = 1 if name == "add" else -1
         def kernel(self, other, *, alpha=1, out):
@@ -319,6 +333,9 @@ def make_binary(f, name, with_alpha):
 
 # ---------------------------------------------------------------- ops with extra arguments
 def round_(self, *, decimals=0, out):
+    """cpu kernel of ``round``, all dtypes: write x rounded half to even at ``decimals`` places into ``out``
+    (integers and bool copied).
+    """
     o = np_view(out)
     a = np_view(self)
     if a.dtype.kind in "iub":
@@ -329,6 +346,9 @@ def round_(self, *, decimals=0, out):
 
 
 def nan_to_num(self, nan=0.0, posinf=None, neginf=None, *, out):
+    """cpu kernel of ``nan_to_num``, all dtypes: write x with NaN -> ``nan``, +inf -> ``posinf`` and -inf ->
+    ``neginf`` (defaults: the dtype's largest / lowest finite values) into ``out``; non-float inputs copied.
+    """
     a = np_view(self)
     o = np_view(out)
     if a.dtype.kind not in "fc" and a.dtype not in LOWP:
@@ -348,12 +368,18 @@ def _arr(x, cd):
 
 
 def where(condition, input, other, *, out):
+    """cpu kernel of ``where``, all dtypes: write ``input`` where ``condition`` else ``other`` (tensors or scalars,
+    broadcast) into ``out``, in out's dtype.
+    """
     cd = compute_np(out._dtype)
     np.copyto(np_view(out), np.where(np_view(condition).astype(bool, copy=False), _arr(input, cd), _arr(other, cd)),
               casting="unsafe")
 
 
 def clamp(self, min=None, max=None, *, out):
+    """cpu kernel of ``clamp``, all dtypes: write min(max(x, min), max) into ``out`` (``min`` / ``max`` tensors,
+    scalars or None); a NaN bound gives NaN, as PyTorch does.
+    """
     cd = compute_np(out._dtype)
     a = _arr(self, cd)
     r = a
@@ -422,6 +448,9 @@ def _same_dtype_views(o, *xs):
 
 
 def lerp(self, end, weight, *, out):
+    """cpu kernel of ``lerp``, all dtypes: write self + weight * (end - self) into ``out``, as PyTorch's formula
+    (from the nearer end: fma(w, d, self) for |w| < 0.5, else fma(w - 1, d, end)); float64 rounds once.
+    """
     o = out._native
     if o is None:
         o = np_view(out)
@@ -462,6 +491,9 @@ def lerp(self, end, weight, *, out):
 
 
 def addcmul(self, tensor1, tensor2, *, value=1, out):
+    """cpu kernel of ``addcmul``, all dtypes: write self + value * tensor1 * tensor2 (broadcast) into ``out``;
+    float64 rounds once, as PyTorch's fma.
+    """
     # PyTorch: fma(value * tensor1, tensor2, self)
     o = out._native
     if o is None:
@@ -488,6 +520,9 @@ def addcmul(self, tensor1, tensor2, *, value=1, out):
 
 
 def addcdiv(self, tensor1, tensor2, *, value=1, out):
+    """cpu kernel of ``addcdiv``, all dtypes: write self + value * tensor1 / tensor2 (broadcast) into ``out``.
+    RuntimeError "Integer division with addcdiv is no longer supported, ..." for integer dtypes.
+    """
     # PyTorch: self + (value * tensor1) / tensor2, rounding each step
     o = out._native
     if o is None:
@@ -529,6 +564,9 @@ def _make_lowp_binary(f, name):
 
 
 def register(lib):
+    """Register every unary and binary op of the UNARY / BINARY tables (float16 / bfloat16 binaries through the
+    casting kernel) and the kernels above for device 'cpu', all dtypes, on ``lib``.
+    """
     lowp = [d for d in ALL if d.numpy_dtype in LOWP]
     rest = [d for d in ALL if d not in lowp]
     for name, f in UNARY.items():

@@ -96,12 +96,20 @@ def _index_tuple(a, indices):
 
 
 def index(self, indices, *, out):
+    """cpu kernel of ``index`` (advanced indexing ``self[indices]``), all dtypes: ``indices`` holds an int64 / bool
+    index tensor or None (a full slice) per leading dim; writes the gathered elements into ``out``. IndexError
+    "index v is out of bounds for dimension d with size n".
+    """
     a = np_view(self)
     idx = _index_tuple(a, indices)
     np.copyto(np_view(out), a[idx] if idx else a)
 
 
 def index_put(self, indices, values, accumulate=False, *, out):
+    """cpu kernel of ``index_put``, all dtypes: copy ``self`` into ``out`` (unless in place), then write ``values``
+    at ``indices`` (summed, float16 / bfloat16 in float32, with ``accumulate``). IndexError for an out-of-range
+    index. Indices are checked before anything is written.
+    """
     a = np_view(self)
     idx = _index_tuple(a, indices)          # checks before anything is written
     o = _init_out(self, out)
@@ -130,6 +138,9 @@ def _leading(x, shape):
 
 
 def gather(self, dim, index, *, sparse_grad=False, out):
+    """cpu kernel of ``gather``, all dtypes: out[i][j] = self[index[i][j]][j] (for dim 0, likewise for others),
+    ``out`` of index's shape. RuntimeError "index v is out of bounds for dimension d with size n".
+    """
     i = _at_1d(np_view(index))
     if i.size == 0:
         return
@@ -151,6 +162,10 @@ def _scatter_prep(self, dim, index, out):
 
 
 def scatter(self, dim, index, src, *, reduce=None, out):
+    """cpu kernel of ``scatter``, all dtypes: copy ``self`` into ``out`` (unless in place), then write ``src`` (a
+    tensor or a scalar) at the positions ``index`` names along ``dim``; ``reduce`` 'add' / 'multiply' combine
+    instead. RuntimeError for an out-of-range index. Indices are checked before anything is written.
+    """
     o, i, dim = _scatter_prep(self, dim, index, out)
     if i.size == 0:
         return
@@ -169,6 +184,10 @@ def scatter(self, dim, index, src, *, reduce=None, out):
 
 
 def scatter_add(self, dim, index, src, *, out):
+    """cpu kernel of ``scatter_add``, all dtypes: copy ``self`` into ``out`` (unless in place), then add ``src`` at
+    the positions ``index`` names along ``dim`` (duplicates accumulate; float16 / bfloat16 in float32).
+    RuntimeError for an out-of-range index. Indices are checked before anything is written.
+    """
     o, i, dim = _scatter_prep(self, dim, index, out)
     if i.size == 0:
         return
@@ -195,6 +214,11 @@ _UFUNC = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum
 
 
 def scatter_reduce(self, dim, index, src, reduce, *, include_self=True, out):
+    """cpu kernel of ``scatter_reduce``, all dtypes: copy ``self`` into ``out`` (unless in place), then reduce
+    ``src`` into the positions ``index`` names along ``dim`` with 'sum', 'prod', 'mean' (floor division for
+    integers), 'amax' or 'amin'; ``include_self=False`` drops the existing values of the positions hit.
+    RuntimeError for an out-of-range index (bool 'mean' is refused by the meta function, before any write).
+    """
     o, i, dim = _scatter_prep(self, dim, index, out)
     if i.size == 0:
         return
@@ -204,8 +228,6 @@ def scatter_reduce(self, dim, index, src, reduce, *, include_self=True, out):
     v = _separate(_leading(_at_1d(np_view(src)), i.shape), o).astype(a.dtype, copy=False)
     if not include_self:
         a[coords] = _identity(reduce, a.dtype)
-    if reduce == "mean" and a.dtype.kind == "b":
-        raise RuntimeError("scatter_reduce(): mean is not supported for bool tensors")
     with np.errstate(all="ignore"):
         _UFUNC[reduce].at(a, coords, v)
         if reduce == "mean":
@@ -226,6 +248,9 @@ def _moved(x, dim):
 
 
 def index_select(self, dim, index, *, out):
+    """cpu kernel of ``index_select``, all dtypes: write the slices of ``self`` at the 1-D ``index`` along ``dim``
+    into ``out``. IndexError "index out of range in self".
+    """
     a = _at_1d(np_view(self))
     dim = _dim(dim, a.ndim)
     i = _checked(np_view(index).reshape(-1), a.shape[dim], dim, IndexError, "index out of range in self")
@@ -233,6 +258,10 @@ def index_select(self, dim, index, *, out):
 
 
 def index_add(self, dim, index, source, *, alpha=1, out):
+    """cpu kernel of ``index_add``, all dtypes: copy ``self`` into ``out`` (unless in place), then add ``alpha *
+    source`` slice k to slice index[k] along ``dim`` (duplicates accumulate). RuntimeError for an out-of-range
+    index. Indices are checked before anything is written.
+    """
     dim = _dim(dim, len(self._shape))
     size = _at_1d(np_view(self)).shape[dim]
     i = _checked(np_view(index).reshape(-1), size, dim)
@@ -248,6 +277,10 @@ def index_add(self, dim, index, source, *, alpha=1, out):
 
 
 def index_copy(self, dim, index, source, *, out):
+    """cpu kernel of ``index_copy``, all dtypes: copy ``self`` into ``out`` (unless in place), then write
+    ``source`` slice k to slice index[k] along ``dim``. IndexError "index_copy_(): index v is out of bounds for
+    dimension d with size n". Indices are checked before anything is written.
+    """
     dim = _dim(dim, len(self._shape))
     size = _at_1d(np_view(self)).shape[dim]
     i = _checked(np_view(index).reshape(-1), size, dim, IndexError,
@@ -258,6 +291,10 @@ def index_copy(self, dim, index, source, *, out):
 
 
 def index_fill(self, dim, index, value, *, out):
+    """cpu kernel of ``index_fill``, all dtypes: copy ``self`` into ``out`` (unless in place), then fill the slices
+    at ``index`` (negative counts from the end) along ``dim`` with ``value`` (cast to the dtype). IndexError for
+    an out-of-range index. Indices are checked before anything is written.
+    """
     dim = _dim(dim, len(self._shape))
     size = _at_1d(np_view(self)).shape[dim]
     i = _wrapped(np_view(index).reshape(-1), size, dim)
@@ -267,6 +304,10 @@ def index_fill(self, dim, index, value, *, out):
 
 # ---------------------------------------------------------------- take
 def take(self, index, *, out):
+    """cpu kernel of ``take``, all dtypes: write self.flatten()[index] (negative counts from the end) into ``out``,
+    of index's shape. IndexError "take(): tried to take from an empty tensor" and "out of range: tried to access
+    index v on a tensor of n elements."
+    """
     a = np_view(self)
     i = np_view(index)
     if a.size == 0 and i.size:
@@ -277,12 +318,18 @@ def take(self, index, *, out):
 
 # ---------------------------------------------------------------- masked ops
 def masked_fill(self, mask, value, *, out):
+    """cpu kernel of ``masked_fill``, all dtypes: copy ``self`` into ``out`` (unless in place), then set ``value``
+    (cast to the dtype) where the broadcast bool ``mask`` is True.
+    """
     o = _init_out(self, out)
     m = np.broadcast_to(np_view(mask), o.shape)
     np.copyto(o, _scalar(value, o.dtype), where=m)
 
 
 def masked_select(self, mask):
+    """cpu kernel of ``masked_select``, all dtypes: return a new 1-D tensor of the elements of ``self`` where
+    ``mask`` (both broadcast) is True, in row-major order.
+    """
     a, m = np.broadcast_arrays(np_view(self), np_view(mask))
     r = a[m]
     out = ember.empty((r.size,), dtype=self._dtype, device=self._device)
@@ -291,6 +338,10 @@ def masked_select(self, mask):
 
 
 def masked_scatter(self, mask, source, *, out):
+    """cpu kernel of ``masked_scatter``, all dtypes: copy ``self`` into ``out`` (unless in place), then write the
+    first n elements of ``source`` to the n True positions of ``mask``, in row-major order. RuntimeError "Number
+    of elements of source < number of ones in mask" before anything is written.
+    """
     m = np.broadcast_to(np_view(mask), out._shape)
     n = int(np.count_nonzero(m))
     if source.numel() < n:                  # before anything is written
@@ -301,6 +352,9 @@ def masked_scatter(self, mask, source, *, out):
 
 # ---------------------------------------------------------------- nonzero
 def nonzero(self):
+    """cpu kernel of ``nonzero``, all dtypes: return a new int64 tensor (n, self.dim()) of the coordinates of the
+    nonzero elements, in row-major order.
+    """
     a = np_view(self)
     r = np.argwhere(a.astype(np.float32) if a.dtype in LOWP else a)
     out = ember.empty(r.shape, dtype=ember.int64, device=self._device)
@@ -309,6 +363,7 @@ def nonzero(self):
 
 
 def register(lib):
+    """Register the indexing kernels above for device 'cpu', all dtypes, on ``lib``."""
     for name, fn in (("index", index), ("index_put", index_put), ("gather", gather), ("scatter", scatter),
                      ("scatter_add", scatter_add), ("scatter_reduce", scatter_reduce),
                      ("index_select", index_select), ("index_add", index_add), ("index_copy", index_copy),

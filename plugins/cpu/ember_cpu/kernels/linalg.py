@@ -42,10 +42,16 @@ def _product(f, a, b, out):
 
 
 def matmul(self, other, *, out):
+    """cpu kernel of ``matmul``, all dtypes but bool: write np.matmul(self, other) (broadcast batch dims) into
+    ``out``; float16 / bfloat16 in float32, integers wrap on overflow.
+    """
     _product(np.matmul, self, other, out)
 
 
 def mm(self, mat2, *, out):
+    """cpu kernel of ``mm`` (also ``bmm``), all dtypes but bool: write self (n, k) @ mat2 (k, m) -> ``out`` (n, m)
+    (batched: (b, n, k) @ (b, k, m)); float16 / bfloat16 in float32, integers wrap on overflow.
+    """
     _product(np.matmul, self, mat2, out)
 
 
@@ -53,14 +59,23 @@ bmm = mm
 
 
 def mv(self, vec, *, out):
+    """cpu kernel of ``mv``, all dtypes but bool: write self (n, m) @ vec (m) into ``out`` (n); float16 / bfloat16
+    in float32, integers wrap on overflow.
+    """
     _product(np.matmul, self, vec, out)
 
 
 def dot(self, tensor, *, out):
+    """cpu kernel of ``dot``, all dtypes but bool: write the inner product of two 1-D tensors (no conjugation) into
+    the 0-dim ``out``.
+    """
     _product(np.dot, self, tensor, out)
 
 
 def vdot(self, other, *, out):
+    """cpu kernel of ``vdot``, all dtypes but bool: write sum(conj(self) * other) of two 1-D tensors into the 0-dim
+    ``out``.
+    """
     _product(np.vdot, self, other, out)
 
 
@@ -86,6 +101,9 @@ def _operands(out, *ts):
 
 
 def addmm(self, mat1, mat2, *, beta=1, alpha=1, out):
+    """cpu kernel of ``addmm``, all dtypes but bool: write beta * self + alpha * (mat1 (n, k) @ mat2 (k, m)) into
+    ``out`` (n, m); ``self`` is ignored when beta == 0; beta / alpha are cast to the dtype (integers truncate).
+    """
     o = _nv(out)
     x, y = _nv(mat1), _nv(mat2)
     if (beta == 0 and alpha == 1 and x.dtype == y.dtype == o.dtype and o.dtype not in LOWP
@@ -97,16 +115,25 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1, out):
 
 
 def addmv(self, mat, vec, *, beta=1, alpha=1, out):
+    """cpu kernel of ``addmv``, all dtypes but bool: write beta * self + alpha * (mat (n, m) @ vec (m)) into
+    ``out`` (n).
+    """
     cd, (x, y) = _operands(out, mat, vec)
     _fused(np.matmul(x, y), self, out, beta, alpha)
 
 
 def baddbmm(self, batch1, batch2, *, beta=1, alpha=1, out):
+    """cpu kernel of ``baddbmm``, all dtypes but bool: write beta * self + alpha * (batch1 (b, n, k) @ batch2 (b,
+    k, m)) into ``out`` (b, n, m).
+    """
     cd, (x, y) = _operands(out, batch1, batch2)
     _fused(np.matmul(x, y), self, out, beta, alpha)
 
 
 def addbmm(self, batch1, batch2, *, beta=1, alpha=1, out):
+    """cpu kernel of ``addbmm``, all dtypes but bool: write beta * self + alpha * sum_b batch1[b] @ batch2[b] into
+    ``out`` (n, m), as one (n, b*k) @ (b*k, m) product.
+    """
     cd, (x, y) = _operands(out, batch1, batch2)
     b, n, k = x.shape
     m = y.shape[2]
@@ -135,6 +162,9 @@ def _labels(term):
 
 
 def einsum(equation, tensors, *, out):
+    """cpu kernel of ``einsum``, all dtypes: write np.einsum(equation, *tensors) into ``out``, in out's dtype;
+    labelled dims of size 1 broadcast as PyTorch's do.
+    """
     terms, rhs = _split_equation(equation)
     cd = compute_np(out._dtype)
     arrays = [_nv(t).astype(cd, copy=False) for t in tensors]
@@ -169,6 +199,9 @@ def _norm_compute(self, out):
 
 
 def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None, out):
+    """cpu kernel of ``linalg.vector_norm``, floating / complex dtypes: write (sum |x|^ord)^(1/ord) over ``dim``
+    (None = all; ord inf, -inf, 0, 1, 2 special-cased) into the real ``out``.
+    """
     cd = _norm_compute(self, out)
     x = np.abs(_nv(self).astype(cd, copy=False))
     axis = None if dim is None or dim == () else tuple(dim)
@@ -191,6 +224,9 @@ def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None, out)
 
 
 def linalg_matrix_norm(self, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out):
+    """cpu kernel of ``linalg.matrix_norm``, floating / complex dtypes: write np.linalg.norm over the two ``dim``
+    axes (ord 'fro', 'nuc', +-1, +-2, +-inf) into the real ``out``; 0 for an empty matrix.
+    """
     cd = _norm_compute(self, out)
     x = _nv(self).astype(cd, copy=False)
     nd = x.ndim
@@ -204,6 +240,9 @@ def linalg_matrix_norm(self, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=No
 
 
 def register(lib):
+    """Register the product kernels (all dtypes but bool), einsum (all) and the norms (floating / complex) for
+    device 'cpu' on ``lib``.
+    """
     for name, k in (("matmul", matmul), ("mm", mm), ("bmm", bmm), ("mv", mv), ("dot", dot), ("vdot", vdot),
                     ("addmm", addmm), ("addmv", addmv), ("baddbmm", baddbmm), ("addbmm", addbmm)):
         lib.impl(name, k, device="cpu", dtypes=NO_BOOL)

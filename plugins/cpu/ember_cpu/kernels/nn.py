@@ -27,6 +27,9 @@ def _arr(t, cd=None):
 
 # ---------------------------------------------------------------- linear
 def linear(input, weight, bias=None, *, out):
+    """cpu kernel of ``linear``, floating dtypes: write input (*, in) @ weight (out, in).T + bias (out) into
+    ``out`` (*, out). float16 / bfloat16 compute in float32.
+    """
     x, w, o = np_view(input), np_view(weight), np_view(out)
     if o.dtype in LOWP:
         r = np.matmul(x.astype(np.float32), w.T.astype(np.float32))
@@ -41,6 +44,7 @@ def linear(input, weight, bias=None, *, out):
 
 # ---------------------------------------------------------------- relu
 def relu(self, *, out):
+    """cpu kernel of ``relu``, real numeric dtypes (not bool / complex): write max(x, 0) into ``out``."""
     a = np_view(self)
     if a.dtype in LOWP:
         write(out, np.maximum(a.astype(np.float32), 0))
@@ -58,6 +62,9 @@ def _softmax_prep(self, dim, out):
 
 
 def softmax(self, dim, dtype=None, *, out):
+    """cpu kernel of ``softmax``, floating dtypes: write exp(x - max) / sum along ``dim`` into ``out`` (in
+    ``out``'s dtype; a 0-dim input acts as 1-D). float16 / bfloat16 compute in float32.
+    """
     a, d = _softmax_prep(self, dim, out)
     if a.size == 0:
         return
@@ -68,6 +75,9 @@ def softmax(self, dim, dtype=None, *, out):
 
 
 def log_softmax(self, dim, dtype=None, *, out):
+    """cpu kernel of ``log_softmax``, floating dtypes: write x - max - log(sum(exp(x - max))) along ``dim`` into
+    ``out``. float16 / bfloat16 compute in float32.
+    """
     a, d = _softmax_prep(self, dim, out)
     if a.size == 0:
         return
@@ -132,6 +142,11 @@ def _plain_targets(x, target, weight, ignore_index):
 
 
 def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100, *, out):
+    """cpu kernel of ``nll_loss``, floating dtypes: input (N, C), (C,) or (N, C, d1, ...) of log-probabilities,
+    int64 target (N) / () / (N, d1, ...); writes -weight[t] * input[t] per element (reduction 0), their sum (2)
+    or their weighted mean (1; NaN when every target is ignored) into ``out``. IndexError "Target t is out of
+    bounds."
+    """
     x = np_view(self)
     t = _plain_targets(x, target, weight, ignore_index)
     if t is not None and x.dtype not in LOWP:
@@ -155,6 +170,10 @@ def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100, *, out):
 
 
 def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, *, out):
+    """cpu kernel of ``nll_loss_backward``, floating dtypes: write the gradient with respect to ``self`` (zeros
+    except -weight[t] * grad, scaled as ``reduction``) into ``out`` of self's shape. IndexError "Target t is out
+    of bounds."
+    """
     x, o = np_view(self), np_view(out)
     t = _plain_targets(x, target, weight, ignore_index)
     if t is not None and o.dtype not in LOWP and o.flags.c_contiguous:
@@ -192,6 +211,9 @@ def _window(kernel_size, dilation, padding, stride):
 
 
 def im2col(self, kernel_size, dilation, padding, stride, *, out):
+    """cpu kernel of ``im2col`` (F.unfold), all dtypes: input (N, C, H, W) or (C, H, W) -> ``out`` (N, C * kh * kw,
+    L) of sliding blocks, zero-padded, L = oh * ow.
+    """
     (kh, kw), (dh, dw), (ph, pw), (sh, sw) = _window(kernel_size, dilation, padding, stride)
     x = np_view(self)
     if x.ndim == 3:
@@ -210,6 +232,9 @@ def im2col(self, kernel_size, dilation, padding, stride, *, out):
 
 
 def col2im(self, output_size, kernel_size, dilation, padding, stride, *, out):
+    """cpu kernel of ``col2im`` (F.fold), all dtypes: input (N, C * kh * kw, L) or (C * kh * kw, L) -> ``out`` (N,
+    C, H, W) with ``output_size`` (H, W), overlapping block entries summed.
+    """
     (kh, kw), (dh, dw), (ph, pw), (sh, sw) = _window(kernel_size, dilation, padding, stride)
     H, W = pair(output_size)
     c = _arr(self)
@@ -246,6 +271,10 @@ def _lowest(dt):
 
 
 def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out):
+    """cpu kernel of ``max_pool2d_with_indices``, real dtypes: input (N, C, H, W) or (C, H, W) -> ``out`` =
+    (values, int64 indices) of shape (.., oh, ow); indices are flat positions in each H * W plane; NaN wins
+    (PyTorch's rule); padding never wins.
+    """
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_args(kernel_size, stride, padding, dilation)
     vals, inds = out
     x = np_view(self)
@@ -289,6 +318,9 @@ def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
 
 def max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices,
                                      *, out):
+    """cpu kernel of ``max_pool2d_with_indices_backward``: scatter-add ``grad_output`` to the input positions in
+    ``indices``, writing the gradient (self's shape) into ``out``.
+    """
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_args(kernel_size, stride, padding, dilation)
     H, W = self._shape[-2:]
     o = np_view(out)
@@ -310,6 +342,9 @@ def max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, pad
 
 # ---------------------------------------------------------------- constant_pad_nd / embedding
 def constant_pad_nd(self, pad, value=0, *, out):
+    """cpu kernel of ``constant_pad_nd``, all dtypes: write ``self`` padded (or cropped, for negative entries) by
+    ``pad`` (pairs from the last dim backwards) with ``value`` into ``out``.
+    """
     from ember._ops._nn import _pad_slices
     o = np_view(out)
     a = np_view(self)
@@ -321,6 +356,9 @@ def constant_pad_nd(self, pad, value=0, *, out):
 
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False, *, out):
+    """cpu kernel of ``embedding``, all dtypes: write the rows weight[indices] into ``out`` (*indices.shape,
+    embedding_dim). IndexError "index out of range in self".
+    """
     w = np_view(weight)
     idx = np_view(indices).reshape(-1)
     if idx.size and (idx.min() < 0 or idx.max() >= w.shape[0]):
@@ -330,6 +368,9 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
 
 
 def register(lib):
+    """Register the nn kernels above for device 'cpu' on ``lib`` (relu: real numeric dtypes; linear, softmax,
+    log_softmax, nll_loss(_backward): floating; the rest all dtypes).
+    """
     lib.impl("relu", relu, device="cpu", dtypes=_ALL_NUMERIC)
     lib.impl("linear", linear, device="cpu", dtypes=FLOAT)
     for name, k in (("softmax", softmax), ("log_softmax", log_softmax), ("nll_loss", nll_loss),

@@ -39,11 +39,27 @@ def _unit(rng, shape, dtype):
 
 
 def uniform(self, low=0.0, high=1.0, *, generator, out):
+    """cpu kernel of ``uniform_``, floating / complex dtypes: fill ``out`` with U[low, high) from ``generator``'s
+    numpy Generator (complex: real and imaginary parts each; float16 / bfloat16 draw only as many bits as they
+    hold, so never round up to high).
+    """
     rng = _rng(generator)
     real = out._dtype.to_real
     for part in _real_parts(out):
         u = _unit(rng, part.shape, real)
         np.copyto(part, u * (high - low) + low if (low, high) != (0.0, 1.0) else u, casting="unsafe")
+        _below_high(part, low, high)
+
+
+def _below_high(part, low, high):
+    """Samples that rounding to the output dtype carried to ``high`` or past it become the dtype's largest
+    value below ``high``, so every sample is in [low, high) (as PyTorch's uniform_)."""
+    if not high > low:
+        return
+    top = part.dtype.type(high)
+    if float(top) >= high:
+        top = np.nextafter(top, part.dtype.type(low))
+    np.copyto(part, top, where=part.astype(np.float64) >= high)
 
 
 def _std_normal(rng, shape, dtype):
@@ -51,6 +67,9 @@ def _std_normal(rng, shape, dtype):
 
 
 def normal(self, mean=0.0, std=1.0, *, generator, out):
+    """cpu kernel of ``normal_``, floating / complex dtypes: fill ``out`` with N(mean, std^2) from ``generator``'s
+    numpy Generator (complex: each part with std / sqrt(2)).
+    """
     rng = _rng(generator)
     parts = _real_parts(out)
     if len(parts) == 2:
@@ -60,6 +79,9 @@ def normal(self, mean=0.0, std=1.0, *, generator, out):
 
 
 def random(self, low, high=None, *, generator, out):
+    """cpu kernel of ``random_``, non-complex dtypes: fill ``out`` with integers uniform in [low, high);
+    ``high=None`` means up to the dtype's largest value (2**mantissa digits for floats), inclusive.
+    """
     if high is None:   # up to the dtype's largest value (2**mantissa digits for floats), inclusive
         d = out._dtype
         high = (1 << _DIGITS[d.name] if d.is_floating_point else 1 if d is ember.bool else ember.iinfo(d).max) + 1
@@ -67,10 +89,16 @@ def random(self, low, high=None, *, generator, out):
 
 
 def bernoulli_scalar(self, p=0.5, *, generator, out):
+    """cpu kernel of ``bernoulli_(p: float)``, non-complex dtypes: fill ``out`` with 1 with probability ``p``, else
+    0.
+    """
     write(out, _rng(generator).random(out._shape) < p)
 
 
 def bernoulli_tensor(self, p, *, generator, out):
+    """cpu kernel of ``bernoulli_(p: Tensor)`` / ``bernoulli``, non-complex dtypes: fill ``out`` with 1 with
+    probability p (broadcast), else 0. RuntimeError "Expected p_in >= 0 && p_in <= 1 to be true, but got false."
+    """
     probs = np.broadcast_to(np_view(p), out._shape)
     if probs.size and not ((probs >= 0) & (probs <= 1)).all():
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
@@ -78,16 +106,24 @@ def bernoulli_tensor(self, p, *, generator, out):
 
 
 def exponential(self, lambd=1.0, *, generator, out):
+    """cpu kernel of ``exponential_``, floating dtypes: fill ``out`` with Exp(``lambd``) samples (mean 1 / lambd).
+    """
     e = _rng(generator).standard_exponential(out._shape, dtype=np.float64 if out._dtype is ember.float64
                                              else np.float32)
     write(out, e / lambd)
 
 
 def randperm(n, dtype, device, *, generator, out):
+    """cpu kernel of ``randperm``, non-complex dtypes: write a random permutation of 0..n-1 into ``out``."""
     write(out, _rng(generator).permutation(n))
 
 
 def multinomial(self, num_samples, replacement=False, *, generator, out):
+    """cpu kernel of ``multinomial``, floating dtypes: write ``num_samples`` int64 category indices per row of the
+    (unnormalised) probabilities ``self`` (C,) or (N, C) into ``out``; without replacement by exponential races.
+    RuntimeError "probability tensor contains either `inf`, `nan` or element < 0" and "invalid multinomial
+    distribution (sum of probabilities <= 0)".
+    """
     probs = np_view(self).astype(np.float64)
     rows = probs.reshape(-1, probs.shape[-1]) if probs.ndim == 2 else probs.reshape(1, -1)
     if rows.size and not (np.isfinite(rows) & (rows >= 0)).all():
@@ -112,6 +148,9 @@ def multinomial(self, num_samples, replacement=False, *, generator, out):
 
 
 def register(lib):
+    """Register the random kernels above for device 'cpu' on ``lib`` (uniform / normal: floating and complex;
+    exponential / multinomial: floating; the rest: all but complex).
+    """
     lib.impl("uniform", uniform, device="cpu", dtypes=set(FLOAT) | set(_COMPLEX))
     lib.impl("normal", normal, device="cpu", dtypes=set(FLOAT) | set(_COMPLEX))
     lib.impl("random", random, device="cpu", dtypes=_NOT_COMPLEX)

@@ -58,12 +58,18 @@ def _dim1(x, dim):
 
 # ---------------------------------------------------------------- sum, prod, mean
 def sum_(self, dim=None, keepdim=False, *, dtype=None, out):
+    """cpu kernel of ``sum``, all dtypes: write the sum over ``dim`` (None / () = all) into ``out``, accumulated in
+    ``dtype`` (default: int64 for bool / integers, else the input's) (float16 / bfloat16 computed in float32).
+    """
     cd = compute_np(_sum_dtype(self, dtype))
     a = _arr(self, cd)
     write(out, np.sum(a, axis=_axes(a.ndim, dim), keepdims=keepdim, dtype=cd))
 
 
 def nansum(self, dim=None, keepdim=False, *, dtype=None, out):
+    """cpu kernel of ``nansum``, all dtypes: as ``sum_`` with NaN counted as zero (floating inputs); writes
+    ``out``.
+    """
     cd = compute_np(_sum_dtype(self, dtype))
     a = _arr(self, cd)
     f = np.nansum if a.dtype.kind == "f" else np.sum
@@ -71,12 +77,18 @@ def nansum(self, dim=None, keepdim=False, *, dtype=None, out):
 
 
 def prod(self, dim=None, keepdim=False, *, dtype=None, out):
+    """cpu kernel of ``prod``, all dtypes: write the product over ``dim`` into ``out``, accumulated in ``dtype``
+    (default: int64 for bool / integers, else the input's).
+    """
     cd = compute_np(_sum_dtype(self, dtype))
     a = _arr(self, cd)
     write(out, np.prod(a, axis=_axes(a.ndim, dim), keepdims=keepdim, dtype=cd))
 
 
 def mean(self, dim=None, keepdim=False, *, dtype=None, out):
+    """cpu kernel of ``mean``, floating / complex dtypes: write sum / count over ``dim`` into ``out`` (NaN for an
+    empty reduction) (float16 / bfloat16 computed in float32).
+    """
     cd = compute_np(dtype or self._dtype)
     a = _arr(self, cd)
     ax = _axes(a.ndim, dim)
@@ -85,6 +97,9 @@ def mean(self, dim=None, keepdim=False, *, dtype=None, out):
 
 
 def nanmean(self, dim=None, keepdim=False, *, dtype=None, out):
+    """cpu kernel of ``nanmean``, floating dtypes: write the mean of the non-NaN values over ``dim`` into ``out``
+    (NaN where all are NaN).
+    """
     cd = compute_np(dtype or self._dtype)
     a = _arr(self, cd)
     ax = _axes(a.ndim, dim)
@@ -96,20 +111,30 @@ def nanmean(self, dim=None, keepdim=False, *, dtype=None, out):
 
 # ---------------------------------------------------------------- max / min family
 def amax(self, dim=(), keepdim=False, *, out):
+    """cpu kernel of ``amax``, all dtypes: write the maximum over ``dim`` (() = all) into ``out``; NaN propagates.
+    """
     a = _arr(self)
     write(out, np.max(a, axis=_axes(a.ndim, dim), keepdims=keepdim))
 
 
 def amin(self, dim=(), keepdim=False, *, out):
+    """cpu kernel of ``amin``, all dtypes: write the minimum over ``dim`` (() = all) into ``out``; NaN propagates.
+    """
     a = _arr(self)
     write(out, np.min(a, axis=_axes(a.ndim, dim), keepdims=keepdim))
 
 
 def max_all(self, *, out):
+    """cpu kernel of ``max`` without dim, all dtypes: write the maximum of every element into the 0-dim ``out``;
+    NaN propagates.
+    """
     write(out, np.max(_arr(self)))
 
 
 def min_all(self, *, out):
+    """cpu kernel of ``min`` without dim, all dtypes: write the minimum of every element into the 0-dim ``out``;
+    NaN propagates.
+    """
     write(out, np.min(_arr(self)))
 
 
@@ -124,10 +149,16 @@ def _arg_values(f, self, dim, keepdim, out):
 
 
 def max_dim(self, dim, keepdim=False, *, out):
+    """cpu kernel of ``max(dim)``, all dtypes: write (values, int64 indices) of the maximum along ``dim`` into
+    ``out`` = (values, indices); first occurrence, NaN wins.
+    """
     _arg_values(np.argmax, self, dim, keepdim, out)
 
 
 def min_dim(self, dim, keepdim=False, *, out):
+    """cpu kernel of ``min(dim)``, all dtypes: write (values, int64 indices) of the minimum along ``dim`` into
+    ``out`` = (values, indices); first occurrence, NaN wins.
+    """
     _arg_values(np.argmin, self, dim, keepdim, out)
 
 
@@ -144,6 +175,9 @@ def _argext(f):
 
 
 def aminmax(self, *, dim=None, keepdim=False, out):
+    """cpu kernel of ``aminmax``, all dtypes: write the minimum and maximum over ``dim`` (None = all) into ``out``
+    = (min, max).
+    """
     a = _arr(self)
     if dim is None:
         ax = None
@@ -168,15 +202,23 @@ def _variance(self, dim, correction, keepdim):
 
 
 def var(self, dim=None, *, correction=None, keepdim=False, out):
+    """cpu kernel of ``var``, floating / complex dtypes: write sum |x - mean|^2 / (N - correction) over ``dim``
+    into ``out`` (correction default 1; NaN / inf when N <= correction); complex gives a real result.
+    """
     write(out, _variance(self, dim, correction, keepdim))
 
 
 def std(self, dim=None, *, correction=None, keepdim=False, out):
+    """cpu kernel of ``std``, floating / complex dtypes: write sqrt of ``var`` into ``out``."""
     with np.errstate(all="ignore"):
         write(out, np.sqrt(_variance(self, dim, correction, keepdim)))
 
 
 def norm(self, p=2, dim=None, keepdim=False, *, dtype=None, out):
+    """cpu kernel of ``norm``, floating / complex dtypes: write the p-norm over ``dim`` into ``out`` (p 2, 1, 0,
+    inf, -inf, any other number, or 'nuc' = sum of singular values over two dims); computed in ``dtype`` when
+    given.
+    """
     d = dtype or self._dtype
     if self._dtype.is_complex and not d.is_complex:     # ``dtype`` names the (real) result: keep the phase
         d = d.to_complex
@@ -208,6 +250,9 @@ def norm(self, p=2, dim=None, keepdim=False, *, dtype=None, out):
 
 
 def logsumexp(self, dim, keepdim=False, *, out):
+    """cpu kernel of ``logsumexp``: write log(sum(exp(x))) over ``dim`` into ``out``, shifted by the maximum for
+    stability (integers computed in the default dtype).
+    """
     d = self._dtype
     a = _arr(self, compute_np(d if d.is_floating_point or d.is_complex else ember.get_default_dtype()))
     ax = _axes(a.ndim, dim)
@@ -221,16 +266,23 @@ def logsumexp(self, dim, keepdim=False, *, out):
 
 # ---------------------------------------------------------------- all / any / count_nonzero
 def all_(self, dim=None, keepdim=False, *, out):
+    """cpu kernel of ``all``, all dtypes: write whether every element over ``dim`` is nonzero (bool) into ``out``.
+    """
     a = np_view(self)
     write(out, np.all(a, axis=_axes(a.ndim, dim), keepdims=keepdim))
 
 
 def any_(self, dim=None, keepdim=False, *, out):
+    """cpu kernel of ``any``, all dtypes: write whether some element over ``dim`` is nonzero (bool) into ``out``.
+    """
     a = np_view(self)
     write(out, np.any(a, axis=_axes(a.ndim, dim), keepdims=keepdim))
 
 
 def count_nonzero(self, dim=None, *, out):
+    """cpu kernel of ``count_nonzero``, all dtypes: write the int64 count of nonzero elements over ``dim`` into
+    ``out``.
+    """
     a = np_view(self)
     write(out, np.sum(a != 0, axis=_axes(a.ndim, dim), dtype=np.int64))
 
@@ -269,6 +321,9 @@ def _perm(x, axis, descending=False):
 
 
 def sort(self, dim=-1, descending=False, *, stable=False, out):
+    """cpu kernel of ``sort``, all dtypes: write the values sorted along ``dim`` and their int64 source indices
+    into ``out`` = (values, indices); always stable, NaN largest, descending keeps ties in order.
+    """
     a, ax = _dim1(_arr(self), dim)
     p = _perm(a, ax, descending)
     values, indices = out
@@ -277,6 +332,9 @@ def sort(self, dim=-1, descending=False, *, stable=False, out):
 
 
 def topk(self, k, dim=-1, largest=True, sorted=True, *, out):
+    """cpu kernel of ``topk``, all dtypes: write the ``k`` largest (smallest with ``largest=False``) values along
+    ``dim``, in sorted order, and their int64 indices into ``out`` = (values, indices).
+    """
     a, ax = _dim1(_arr(self), dim)
     p = np.take(_perm(a, ax, largest), np.arange(k), axis=ax)
     values, indices = out
@@ -307,14 +365,23 @@ def _median_pos(nan_skip):
 
 
 def median_dim(self, dim=-1, keepdim=False, *, out):
+    """cpu kernel of ``median(dim)``, all dtypes: write the lower median along ``dim`` (NaN if the row has one) and
+    its int64 index into ``out`` = (values, indices).
+    """
     _select(self, dim, out, _median_pos(False))
 
 
 def nanmedian_dim(self, dim=-1, keepdim=False, *, out):
+    """cpu kernel of ``nanmedian(dim)``, all dtypes: write the lower median of the non-NaN values along ``dim`` and
+    its int64 index into ``out`` = (values, indices).
+    """
     _select(self, dim, out, _median_pos(True))
 
 
 def kthvalue(self, k, dim=-1, keepdim=False, *, out):
+    """cpu kernel of ``kthvalue``, all dtypes: write the k-th smallest value (1-based) along ``dim`` and its int64
+    index into ``out`` = (values, indices).
+    """
     _select(self, dim, out, lambda a, ax: np.full([1 if i == ax else s for i, s in enumerate(a.shape)], k - 1,
                                                   np.int64))
 
@@ -332,6 +399,9 @@ def _median_all(nan_skip):
 
 
 def mode(self, dim=-1, keepdim=False, *, out):
+    """cpu kernel of ``mode``, all dtypes: write the most frequent value along ``dim`` (the smallest among ties)
+    and the index of its last occurrence into ``out`` = (values, indices).
+    """
     a, ax = _dim1(_arr(self), dim)
     x = np.moveaxis(a, ax, -1)
     lead, n = x.shape[:-1], x.shape[-1]
@@ -365,6 +435,9 @@ def _outputs(self, vals, inv, counts):
 
 
 def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """cpu kernel of ``unique``, all dtypes: return new tensors (sorted unique values, int64 inverse indices of the
+    input's shape (or along ``dim``), int64 counts); always sorted.
+    """
     a = _arr(self)
     if dim is None:
         vals, inv, cnt = np.unique(a.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)
@@ -382,6 +455,9 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
 
 
 def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+    """cpu kernel of ``unique_consecutive``, all dtypes: return new tensors (values with runs of equal consecutive
+    elements (or slices along ``dim``) collapsed, int64 inverse indices, int64 run lengths).
+    """
     a = _arr(self)
     if dim is None:
         x = a.reshape(-1)
@@ -405,6 +481,10 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
 
 # ---------------------------------------------------------------- searchsorted
 def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None, out):
+    """cpu kernel of ``searchsorted``: write into ``out`` the insertion index of each value of ``self`` in the last
+    dim of ``sorted_sequence`` (1-D or batched like ``self``), left or right side; ``sorter`` reorders the
+    sequence first. RuntimeError "ember.searchsorted(): sorter index out of range".
+    """
     cd = compute_np(ember.result_type(sorted_sequence, self))
     b = _arr(sorted_sequence, cd)
     v = _arr(self, cd) if isinstance(self, Tensor) else np.asarray(self).astype(cd)
@@ -425,6 +505,7 @@ def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=No
 
 
 def register(lib):
+    """Register the reduction, scan and sorting kernels above for device 'cpu', all dtypes, on ``lib``."""
     for name, k in (("sum", sum_), ("nansum", nansum), ("prod", prod), ("mean", mean), ("nanmean", nanmean),
                     ("amax", amax), ("amin", amin), ("max", max_all), ("min", min_all), ("max_dim", max_dim),
                     ("min_dim", min_dim), ("argmax", _argext(np.argmax)), ("argmin", _argext(np.argmin)),

@@ -17,6 +17,9 @@ def _nv(t):
 
 
 def cat(tensors, dim=0, *, out):
+    """cpu kernel of ``cat``, all dtypes: one np.concatenate of ``tensors`` along ``dim`` into ``out`` (legacy 1-D
+    empty tensors skipped; mixed dtypes cast to out's).
+    """
     parts = [_nv(t) for t in tensors if t._shape != (0,)]
     if not parts:
         return
@@ -29,6 +32,7 @@ def cat(tensors, dim=0, *, out):
 
 
 def flip(self, dims, *, out):
+    """cpu kernel of ``flip``, all dtypes: write ``self`` reversed along ``dims`` into ``out``."""
     o = _nv(out)
     a = _nv(self)
     if a.ndim == 0 or not dims:
@@ -38,14 +42,26 @@ def flip(self, dims, *, out):
 
 
 def tril(self, diagonal=0, *, out):
+    """cpu kernel of ``tril``, all dtypes: write ``self`` with the elements above diagonal ``diagonal`` of the last
+    two dims zeroed into ``out``.
+    """
     np.copyto(_nv(out), np.tril(_nv(self), diagonal))
 
 
 def triu(self, diagonal=0, *, out):
+    """cpu kernel of ``triu``, all dtypes: write ``self`` with the elements below diagonal ``diagonal`` of the last
+    two dims zeroed into ``out``.
+    """
     np.copyto(_nv(out), np.triu(_nv(self), diagonal))
 
 
 def repeat_interleave_tensor(self, repeats, dim=None, *, output_size=None):
+    """cpu kernel of ``repeat_interleave(Tensor repeats)``, all dtypes: return a new tensor with slice i along
+    ``dim`` (the flattened input when None) repeated repeats[i] times.
+
+    RuntimeError "repeats must have the same size as input along dim, ...", "repeats can not be negative" and
+    "allocated size does not match required size" (a wrong ``output_size``).
+    """
     a = _nv(self)
     counts = _nv(repeats).astype(np.int64, copy=False)
     if dim is None:
@@ -69,6 +85,8 @@ def repeat_interleave_tensor(self, repeats, dim=None, *, output_size=None):
 
 
 def register(lib):
+    """Register cat, flip, tril, triu and repeat_interleave_tensor for device 'cpu', all dtypes, on ``lib``.
+    """
     for name, k in (("cat", cat), ("flip", flip), ("tril", tril), ("triu", triu)):
         lib.impl(name, k, device="cpu", dtypes=ALL)
     lib.impl("repeat_interleave_tensor", repeat_interleave_tensor, device="cpu", dtypes=ALL)

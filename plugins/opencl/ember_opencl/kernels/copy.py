@@ -114,6 +114,10 @@ def contiguous_copy(t):
 
 
 def copy_(self, src, non_blocking=False):
+    """opencl kernel of ``copy_``: copy ``src`` (broadcast, C-style dtype conversion; a snapshot first when it
+    overlaps ``self``) into ``self`` through any strides; a ``src`` on another device is moved here first.
+    Returns ``self``.
+    """
     if src.device != self.device:                  # the core routes these through the host; be safe
         self.copy_(src.to(self.device))
         return self
@@ -122,6 +126,9 @@ def copy_(self, src, non_blocking=False):
 
 
 def fill_(self, value):
+    """opencl kernel of ``fill_``: write ``value`` (C conversion: 2.7 -> 2, -1 -> 255 for uint8) into every element
+    of ``self``, any strides; returns ``self``.
+    """
     n = self.numel()
     if n == 0:
         return self
@@ -137,6 +144,9 @@ def fill_(self, value):
 
 
 def register(lib, dtypes=ALL_DENSE):
+    """Register copy_ and fill_ for device 'opencl' on ``lib``, for ``dtypes`` (default all dense) that have an
+    OpenCL C type, plus float16 storage even without cl_khr_fp16.
+    """
     # copy_ / fill_ also serve float16 storage on devices without cl_khr_fp16 (vload_half / vstore_half_rte),
     # so that .half() / .to(float16) work there; arithmetic in float16 still needs the extension
     names = {d.name for d in dtypes} | {"float16"}

@@ -342,6 +342,11 @@ def _is_float(d) -> bool:
 
 
 def make_binary(name):
+    """Build the opencl kernel ``kernel(self, other, *, alpha=1, out)`` of binary op ``name``: computes in
+    PyTorch's common dtype (integers in the default float dtype for true_divide / atan2), ``alpha`` scales
+    ``other`` for add, and writes ``out`` through its strides. Integer div_trunc / fmod by zero raise
+    RuntimeError "ZeroDivisionError" before anything is written.
+    """
     def kernel(self, other, *, alpha=1, out):
         cd = ember.result_type(self, other)     # PyTorch's common dtype (eq / lt store bool into out)
         if name in TO_FLOAT and not _is_float(cd):
@@ -354,6 +359,10 @@ def make_binary(name):
 
 
 def make_unary(name):
+    """Build the opencl kernel ``kernel(self, *, out)`` of unary op ``name``: computes in the input's dtype (abs /
+    floor) or, for integer inputs of the float functions, the default float dtype, and writes ``out`` through
+    its strides.
+    """
     def kernel(self, *, out):
         cd = self.dtype
         if name not in UNARY_KEEP and not _is_float(cd):
@@ -364,6 +373,9 @@ def make_unary(name):
 
 
 def where(condition, input, other, *, out):
+    """opencl kernel of ``where``: write ``input`` where ``condition`` else ``other`` (tensors or scalars,
+    broadcast; already promoted to out's dtype by the meta) into ``out``.
+    """
     _launch("where", out.dtype, out, [condition, input, other])   # the meta promoted input, other to out's dtype
 
 

@@ -99,6 +99,10 @@ __kernel void ember_gather(long total, {cg.shape_params(rank)},
 
 
 def gather(self, dim, index, *, sparse_grad=False, out):
+    """opencl kernel of ``gather``: out[c] = self[c with c[dim] = index[c]], ``out`` of index's shape, any strides
+    (a snapshot of ``self`` first when ``out`` shares its storage). RuntimeError "index v is out of bounds for
+    dimension d with size n" before anything is written.
+    """
     xshape, xstr = _at_1d(self)
     dim = dim % len(xshape)
     check_index(index, xshape[dim], dim)
@@ -176,6 +180,11 @@ __kernel void ember_scatter_add(long total, {cg.shape_params(rank)},
 
 
 def scatter_add(self, dim, index, src, *, out):
+    """opencl kernel of ``scatter_add``: copy ``self`` into ``out`` (unless in place), then atomically add src[c]
+    at out[c with c[dim] = index[c]] for each coordinate of ``index`` (repeats accumulate; float sums in
+    unspecified order). RuntimeError for an out-of-range index (before any write) and for int64 / float64 on a
+    device without cl_khr_int64_base_atomics.
+    """
     oshape, _ = _at_1d(self)
     dim = dim % len(oshape)
     check_index(index, oshape[dim], dim)         # before anything is written
@@ -201,6 +210,9 @@ def scatter_add(self, dim, index, src, *, out):
 
 
 def register(lib, dtypes=None):
+    """Register gather and scatter_add for device 'opencl' on ``lib``, for the dtypes with an OpenCL C type but
+    float16 (narrowed to ``dtypes`` when given: the device's dtypes).
+    """
     dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES and d.name != "float16"]
     lib.impl("gather", gather, device="opencl", dtypes=dtypes)
     lib.impl("scatter_add", scatter_add, device="opencl", dtypes=dtypes)

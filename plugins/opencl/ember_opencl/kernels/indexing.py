@@ -121,6 +121,9 @@ __kernel void ember_index_select(long total, {cg.shape_params(rank)},
 
 
 def index_select(self, dim, index, *, out):
+    """opencl kernel of ``index_select``: write the slices of ``self`` at the 1-D ``index`` along ``dim`` into
+    ``out``. IndexError "index out of range in self" before anything is written.
+    """
     xshape, xstr = _at_1d(self)
     dim = dim % len(xshape)
     _check(index, 0, xshape[dim], IndexError, "index out of range in self")
@@ -162,6 +165,10 @@ __kernel void ember_scatter(long total, {cg.shape_params(rank)},
 
 
 def scatter(self, dim, index, src, *, reduce=None, out):
+    """opencl kernel of ``scatter``: copy ``self`` into ``out`` (unless in place), then write ``src`` (a tensor or
+    a number) at out[c with c[dim] = index[c]]; ``reduce`` 'add' / 'multiply' runs the core's composite.
+    RuntimeError for an out-of-range index, before anything is written.
+    """
     if reduce is not None:                       # 'add' / 'multiply': the core's composite over native ops
         from ember._ops import _indexing_composites as composites
         return composites.scatter(self, dim, index, src, reduce=reduce, out=out)
@@ -213,6 +220,10 @@ __kernel void ember_index_add(long total, {cg.shape_params(rank)},
 
 
 def index_add(self, dim, index, source, *, alpha=1, out):
+    """opencl kernel of ``index_add``: copy ``self`` into ``out`` (unless in place), then atomically add ``alpha *
+    source`` slice j to slice index[j] along ``dim``. RuntimeError for an out-of-range index (before any write)
+    and for int64 / float64 without cl_khr_int64_base_atomics.
+    """
     oshape, _ = _at_1d(self)
     dim = dim % len(oshape)
     _check(index, 0, oshape[dim], RuntimeError, _oob(dim, oshape[dim]))  # before anything is written
@@ -260,6 +271,9 @@ __kernel void ember_masked_fill(long total, {cg.shape_params(rank)}, {", ".join(
 
 
 def masked_fill(self, mask, value, *, out):
+    """opencl kernel of ``masked_fill``: write where(mask, value, self) over the broadcast shape into ``out`` (in
+    place when ``out`` is ``self``).
+    """
     n = out.numel()
     if n == 0:
         return
@@ -306,6 +320,10 @@ __kernel void ember_take(long total, long numel, {cg.shape_params(ri)}, {cg.shap
 
 
 def take(self, index, *, out):
+    """opencl kernel of ``take``: write self.flatten()[index] (negative values count from the end) into ``out``, of
+    index's shape. IndexError "take(): tried to take from an empty tensor" and "out of range: tried to access
+    index v on a tensor of n elements." before anything is written.
+    """
     n = self.numel()
     if n == 0 and index.numel():
         raise IndexError("take(): tried to take from an empty tensor")
@@ -351,6 +369,10 @@ __kernel void ember_index(long total, {cg.shape_params(rank)},
 
 
 def index(self, indices, *, out):
+    """opencl kernel of ``index`` (advanced indexing ``self[indices]``): ``indices`` is a list of int32 / int64
+    tensors or None (full slices), the tensors broadcast together; negative values count from the end; writes
+    ``out``. IndexError for an out-of-range value, before anything is written.
+    """
     dims = [d for d, t in enumerate(indices) if t is not None]
     tensors = [indices[d] for d in dims]
     xshape, xstr = tuple(self.shape), tuple(self.stride())
@@ -393,6 +415,9 @@ def index(self, indices, *, out):
 
 
 def register(lib, dtypes=None):
+    """Register index_select, scatter, index_add, masked_fill, take and index for device 'opencl' on ``lib``, for
+    the dtypes with an OpenCL C type but float16 (narrowed to ``dtypes`` when given: the device's dtypes).
+    """
     dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES and d.name != "float16"]
     for name, fn in (("index_select", index_select), ("scatter", scatter), ("index_add", index_add),
                      ("masked_fill", masked_fill), ("take", take), ("index", index)):

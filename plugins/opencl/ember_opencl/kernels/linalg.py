@@ -266,6 +266,9 @@ def gemm_into(out, a, b):
 
 
 def bmm(self, mat2, *, out):
+    """opencl kernel of ``bmm``: write self (b, n, m) @ mat2 (b, m, p) into ``out`` (b, n, p) with the tiled GEMM,
+    any strides (through a temporary when ``out`` shares memory with an operand); integers wrap on overflow.
+    """
     if _shares_memory(out, self) or _shares_memory(out, mat2):
         tmp = ember.empty(tuple(out.shape), dtype=out.dtype, device=out.device)
         gemm_into(tmp, self, mat2)
@@ -275,5 +278,8 @@ def bmm(self, mat2, *, out):
 
 
 def register(lib, dtypes=None):
+    """Register bmm for device 'opencl' on ``lib``, for float32 / float64 and the integer dtypes (no bool),
+    narrowed to ``dtypes`` when given.
+    """
     names = {d.name for d in dtypes} if dtypes is not None else set(NO_BOOL)
     lib.impl("bmm", bmm, device="opencl", dtypes=[getattr(ember, n) for n in NO_BOOL if n in names])

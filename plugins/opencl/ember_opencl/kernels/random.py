@@ -83,6 +83,9 @@ __kernel void ember_uniform(long total, ulong offset, uint key0, uint key1, {c} 
 
 
 def uniform(self, low=0.0, high=1.0, *, generator, out):
+    """opencl kernel of ``uniform_``, float32 / float64: fill ``out`` with U[low, high) from Philox4x32-10 counters
+    reserved on ``generator.state`` (a PhiloxState), any strides; deterministic for a seed.
+    """
     n = out.numel()
     if n == 0:
         return
@@ -101,6 +104,8 @@ def uniform(self, low=0.0, high=1.0, *, generator, out):
 
 
 def register(lib, dtypes=None):
+    """Register uniform for device 'opencl' on ``lib``, for float32 / float64 (narrowed to ``dtypes`` when given).
+    """
     names = {d.name for d in dtypes} if dtypes is not None else {"float32", "float64"}
     lib.impl("uniform", uniform, device="opencl",
              dtypes=[getattr(ember, n) for n in ("float32", "float64") if n in names])

@@ -361,14 +361,23 @@ def reduce_into(op, x, axes, keepdim, out):
 
 
 def sum_(self, dim=None, keepdim=False, *, dtype=None, out):
+    """opencl kernel of ``sum``: write the sum over ``dim`` (None / () = all) into ``out``, accumulated in out's
+    dtype (int64 for bool / integers by default; integer overflow wraps; a sum into bool is a logical or).
+    """
     reduce_into("sum", self, _axes(self.dim(), dim), keepdim, out)
 
 
 def amax(self, dim=(), keepdim=False, *, out):
+    """opencl kernel of ``amax``: write the maximum over ``dim`` (() = all) into ``out``; NaN propagates, bool is a
+    logical or.
+    """
     reduce_into("amax", self, _axes(self.dim(), dim), keepdim, out)
 
 
 def register(lib, dtypes=None):
+    """Register sum and amax for device 'opencl' on ``lib``, for the dtypes with an OpenCL C type but float16
+    (narrowed to ``dtypes`` when given: the device's dtypes).
+    """
     dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES and d.name != "float16"]
     lib.impl("sum", sum_, device="opencl", dtypes=dtypes)
     lib.impl("amax", amax, device="opencl", dtypes=dtypes)

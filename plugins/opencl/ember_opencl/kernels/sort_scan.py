@@ -132,10 +132,16 @@ def _scan_into(op, self, dim, out):
 
 
 def cumsum(self, dim, *, dtype=None, out):
+    """opencl kernel of ``cumsum``: write the running sums along ``dim`` into ``out``, accumulated in out's dtype
+    (integer totals wrap; into bool a logical or); in place is allowed.
+    """
     _scan_into("cumsum", self, dim, out)
 
 
 def cumprod(self, dim, *, dtype=None, out):
+    """opencl kernel of ``cumprod``: write the running products along ``dim`` into ``out``, accumulated in out's
+    dtype (integer totals wrap; into bool a logical and); in place is allowed.
+    """
     _scan_into("cumprod", self, dim, out)
 
 
@@ -254,17 +260,26 @@ def _sort_into(self, dim, descending, values, indices, k):
 
 
 def sort(self, dim=-1, descending=False, *, stable=False, out):
+    """opencl kernel of ``sort``: write the values sorted along ``dim`` and their int64 positions into ``out`` =
+    (values, indices); stable in both directions, NaN largest.
+    """
     values, indices = out
     n = self.shape[dim % self.dim()] if self.dim() else 1
     _sort_into(self, dim, descending, values, indices, n)
 
 
 def topk(self, k, dim=-1, largest=True, sorted=True, *, out):
+    """opencl kernel of ``topk``: write the first ``k`` of the stable descending (``largest``) or ascending sort
+    along ``dim`` into ``out`` = (values, indices); always sorted.
+    """
     values, indices = out
     _sort_into(self, dim, largest, values, indices, k)
 
 
 def register(lib, dtypes=None):
+    """Register cumsum, cumprod, sort (the dtypes with an OpenCL C type but float16) and topk (the same but bool)
+    for device 'opencl' on ``lib`` (narrowed to ``dtypes`` when given).
+    """
     dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES and d.name != "float16"]
     lib.impl("cumsum", cumsum, device="opencl", dtypes=dtypes)
     lib.impl("cumprod", cumprod, device="opencl", dtypes=dtypes)

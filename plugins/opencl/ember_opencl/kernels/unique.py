@@ -109,6 +109,10 @@ def _runs(self, s, p):
 
 
 def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """opencl kernel of ``unique``: with ``dim=None``, return new tensors (sorted unique values, int64 inverse of
+    the input's shape, int64 counts) computed on the device (one host read of the count); with ``dim`` the
+    core's composite. Always sorted.
+    """
     if dim is not None:
         from ember._ops import _reduction_composites as comp
         return comp.unique(self, sorted, return_inverse, return_counts, dim)
@@ -118,6 +122,10 @@ def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=Non
 
 
 def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+    """opencl kernel of ``unique_consecutive``: with ``dim=None``, return new tensors (values with runs of equal
+    consecutive elements collapsed, int64 inverse of the input's shape, int64 run lengths); with ``dim`` the
+    core's composite.
+    """
     if dim is not None:
         from ember._ops import _reduction_composites as comp
         return comp.unique_consecutive(self, return_inverse, return_counts, dim)
@@ -125,6 +133,9 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
 
 
 def register(lib, dtypes=None):
+    """Register unique and unique_consecutive for device 'opencl' on ``lib``, for the dtypes with an OpenCL C type
+    but float16 (narrowed to ``dtypes`` when given: the device's dtypes).
+    """
     dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES and d.name != "float16"]
     lib.impl("unique", unique, device="opencl", dtypes=dtypes)
     lib.impl("unique_consecutive", unique_consecutive, device="opencl", dtypes=dtypes)

@@ -29,10 +29,17 @@ class Linear(nn.Linear):
         self.weight_fake_quant = qconfig.weight()
 
     def forward(self, input):
+        """F.linear with the weight passed through ``weight_fake_quant``: float (*, in_features) -> float (*,
+        out_features); gradients reach the float weight straight through (matches
+        torch.ao.nn.qat.Linear.forward).
+        """
         return F.linear(input, self.weight_fake_quant(self.weight), self.bias)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """A QAT Linear sharing ``mod``'s weight and bias Parameters, with ``mod.qconfig``; AssertionError "Input
+        float module must have a valid qconfig" without one (matches torch.ao.nn.qat.Linear.from_float).
+        """
         qconfig = _need_qconfig(mod)
         q = cls(mod.in_features, mod.out_features, mod.bias is not None, qconfig=qconfig,
                 device=mod.weight.device)
@@ -56,10 +63,17 @@ class Conv2d(nn.Conv2d):
         self.weight_fake_quant = qconfig.weight()
 
     def forward(self, input):
+        """The Conv2d forward with the weight passed through ``weight_fake_quant``: float (N, C_in, H, W) -> float
+        (N, C_out, H_out, W_out) (matches torch.ao.nn.qat.Conv2d.forward).
+        """
         return self._conv_forward(input, self.weight_fake_quant(self.weight), self.bias)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """A QAT Conv2d with ``mod``'s settings, sharing its weight and bias Parameters, with ``mod.qconfig``;
+        AssertionError "Input float module must have a valid qconfig" without one (matches
+        torch.ao.nn.qat.Conv2d.from_float).
+        """
         qconfig = _need_qconfig(mod)
         q = cls(mod.in_channels, mod.out_channels, mod.kernel_size, mod.stride, mod.padding, mod.dilation,
                 mod.groups, mod.bias is not None, mod.padding_mode, qconfig=qconfig, device=mod.weight.device)

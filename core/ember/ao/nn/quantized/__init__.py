@@ -96,6 +96,9 @@ class LinearPackedParams(nn.Module):
             self.set_weight_bias(weight, bias)
 
     def set_weight_bias(self, weight, bias):
+        """Store copies of ``weight`` (quantized) and ``bias`` (as float32, or None) packed in one storage on the
+        weight's device (see ``pack_weight_bias``).
+        """
         self.weight, self.bias = pack_weight_bias(weight, bias)
 
 
@@ -152,11 +155,17 @@ class Linear(_QParams, _PackedWeight):
         self._init_qparams(1.0, 0)
 
     def forward(self, x):
+        """ember.ops.quantized.linear: quint8 x (*, in_features) -> quint8 (*, out_features) with this module's
+        output scale / zero_point (matches torch.ao.nn.quantized.Linear.forward).
+        """
         s, z = self._qparams()
         p = self._packed_params
         return getattr(_ops(), self._op_name)(x, p.weight, p.bias, s, z)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``in_features=..., out_features=..., scale=..., zero_point=...,
+        qscheme=...``.
+        """
         s, z = self._qparams()
         w = self._packed_params.weight
         return (f"in_features={self.in_features}, out_features={self.out_features}, scale={s}, zero_point={z}, "
@@ -201,18 +210,29 @@ class Conv2d(_QParams, _PackedWeight):
         self._init_qparams(1.0, 0)
 
     def forward(self, x):
+        """ember.ops.quantized.conv2d: quint8 (N, C_in, H, W) -> quint8 (N, C_out, H_out, W_out) with this module's
+        output scale / zero_point (matches torch.ao.nn.quantized.Conv2d.forward).
+        """
         s, z = self._qparams()
         p = self._packed_params
         return getattr(_ops(), self._op_name)(x, p.weight, p.bias, self.stride, self.padding, self.dilation,
                                               self.groups, s, z)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``in_channels, out_channels, kernel_size=..., stride=..., scale=...,
+        zero_point=..., padding=...``.
+        """
         s, z = self._qparams()
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"scale={s}, zero_point={z}, padding={self.padding}")
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """The quantized module for a prepared-and-calibrated (or QAT-trained) float Conv2d / fused ConvReLU2d
+        ``mod``: weight quantized with its weight observer, output qparams from its ``activation_post_process``.
+        NotImplementedError for string padding; AssertionError without a qconfig or an observer (matches
+        torch.ao.nn.quantized.Conv2d.from_float).
+        """
         float_mod = mod[0] if isinstance(mod, nn.Sequential) else mod
         if isinstance(float_mod.padding, str):
             raise NotImplementedError("quantized Conv2d: padding given as a string is not supported; use numbers")
@@ -235,10 +255,14 @@ class ReLU(nn.Module):
         self.inplace = inplace
 
     def forward(self, x):
+        """ember.relu on a quantized tensor: max(q, zero_point), same shape, dtype and qparams (what torch.nn.ReLU
+        does on a quantized input).
+        """
         return ember.relu(x)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """A quantized ReLU with ``mod``'s ``inplace`` setting."""
         return cls(getattr(mod, "inplace", False))
 
 
@@ -251,14 +275,21 @@ class Quantize(_QParams):
         self.dtype = dtype
 
     def forward(self, x):
+        """ember.quantize_per_tensor(x, scale, zero_point, dtype): float (*) -> quantized (*) (matches
+        torch.ao.nn.quantized.Quantize.forward).
+        """
         s, z = self._qparams()
         return ember.quantize_per_tensor(x, s, z, self.dtype)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``scale=..., zero_point=..., dtype=...``."""
         return f"scale={self.scale}, zero_point={self.zero_point}, dtype={self.dtype}"
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """A Quantize with the qparams and dtype of ``mod.activation_post_process`` (a calibrated QuantStub)
+        (matches torch.ao.nn.quantized.Quantize.from_float).
+        """
         act = mod.activation_post_process
         scale, zp = act.calculate_qparams()
         return cls(float(scale.reshape(-1)[0].item()), int(zp.reshape(-1)[0].item()), act.dtype)
@@ -268,10 +299,15 @@ class DeQuantize(nn.Module):
     """Quantized -> float32 (matches torch.ao.nn.quantized.DeQuantize)."""
 
     def forward(self, x):
+        """``x.dequantize()``: quantized (*) -> float32 (*) (matches torch.ao.nn.quantized.DeQuantize.forward).
+        """
         return x.dequantize()
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """A new DeQuantize (``mod`` carries no state to copy) (matches
+        torch.ao.nn.quantized.DeQuantize.from_float).
+        """
         return cls()
 
 

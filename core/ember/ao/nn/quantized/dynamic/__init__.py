@@ -30,10 +30,15 @@ class Linear(_PackedWeight):
         self.reduce_range = True
 
     def forward(self, x):
+        """ember.ops.quantized.linear_dynamic: float32 x (*, in_features) quantized per call (quint8, 7-bit range)
+        times the qint8 weight -> float32 (*, out_features) (matches
+        torch.ao.nn.quantized.dynamic.Linear.forward).
+        """
         p = self._packed_params
         return ember.ops.quantized.linear_dynamic(x, p.weight, p.bias, self.reduce_range)
 
     def extra_repr(self):
+        """Settings shown inside the repr: ``in_features=..., out_features=..., dtype=..., qscheme=...``."""
         return (f"in_features={self.in_features}, out_features={self.out_features}, dtype={self.weight().dtype}, "
                 f"qscheme={self.weight().qscheme()}")
 
