@@ -24,36 +24,14 @@ import ember
 import ember.library as L
 import ember.profiler
 from ember.plugins import hookimpl
+from ember.testing import HostMemoryRuntime
 
 
-class BenchRuntime(L.DeviceRuntime):
+class BenchRuntime(HostMemoryRuntime):
     name = "benchdev"
-
-    def device_count(self):
-        return 1
-
-    def synchronize(self, index):
-        pass
 
     def allocate(self, nbytes, device_index):
         return np.empty(nbytes, np.uint8)
-
-    def free(self, handle):
-        pass
-
-    def data_ptr(self, handle):
-        return handle.__array_interface__["data"][0]
-
-    def view(self, t):
-        isz = t.dtype.itemsize
-        return np.ndarray(tuple(t.shape), t.dtype.numpy_dtype, t.untyped_storage().handle,
-                          t.storage_offset() * isz, tuple(s * isz for s in t.stride()))
-
-    def to_numpy(self, t):
-        return self.view(t).copy()
-
-    def from_numpy(self, t, array):
-        np.copyto(self.view(t), array, casting="unsafe")
 
 
 class BenchPlugin:

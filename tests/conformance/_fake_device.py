@@ -13,40 +13,16 @@ import numpy as np
 import ember
 import ember.library as L
 from ember.plugins import hookimpl
-from ember.testing import OpInfo, ErrorInput, SampleInput, make_tensor
+from ember.testing import OpInfo, ErrorInput, SampleInput, HostMemoryRuntime, make_tensor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-class FakeRuntime(L.DeviceRuntime):
+class FakeRuntime(HostMemoryRuntime):
     name = "fakedev"
-    indexed = True
 
     def device_count(self):
         return 2
-
-    def synchronize(self, index):
-        pass
-
-    def allocate(self, nbytes, device_index):
-        return np.zeros(nbytes, np.uint8)       # MemoryError for an impossible size
-
-    def free(self, handle):
-        pass
-
-    def data_ptr(self, handle):
-        return handle.__array_interface__["data"][0]
-
-    def view(self, t):
-        isz = t.dtype.itemsize
-        return np.ndarray(tuple(t.shape), t.dtype.numpy_dtype, t.untyped_storage().handle,
-                          t.storage_offset() * isz, tuple(s * isz for s in t.stride()))
-
-    def to_numpy(self, t):
-        return self.view(t).copy()
-
-    def from_numpy(self, t, array):
-        np.copyto(self.view(t), array, casting="unsafe")
 
     def new_generator_state(self, seed, device_index):
         from ember_cpu._runtime import CPUGeneratorState

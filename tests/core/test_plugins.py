@@ -23,6 +23,7 @@ import pytest
 import ember
 from ember import library as L
 from ember.plugins import PluginError, hookimpl
+from ember.testing import HostMemoryRuntime
 
 _names = itertools.count()
 
@@ -332,23 +333,16 @@ def test_registering_the_same_name_twice_is_refused(plugins):
 
 
 # ---------------------------------------------------------------- a vendor device plugin
-class ToyRuntime(L.DeviceRuntime):
+class ToyRuntime(HostMemoryRuntime):
     """A fake accelerator: device memory is numpy byte buffers, tracked so the test can
     see raw allocations; ``fail`` makes the next allocations raise MemoryError."""
 
     name = "toy"
-    indexed = True
 
     def __init__(self):
         self.live = {}
         self.raw_allocs = 0
         self.fail = 0
-
-    def device_count(self):
-        return 1
-
-    def synchronize(self, index):
-        pass
 
     def allocate(self, nbytes, device_index):
         if self.fail:
@@ -361,20 +355,6 @@ class ToyRuntime(L.DeviceRuntime):
 
     def free(self, handle):
         self.live.pop(id(handle), None)
-
-    def data_ptr(self, handle):
-        return handle.__array_interface__["data"][0]
-
-    def view(self, t):
-        isz = t.dtype.itemsize
-        return np.ndarray(tuple(t.shape), t.dtype.numpy_dtype, t.untyped_storage().handle,
-                          t.storage_offset() * isz, tuple(s * isz for s in t.stride()))
-
-    def to_numpy(self, t):
-        return self.view(t).copy()
-
-    def from_numpy(self, t, array):
-        np.copyto(self.view(t), array, casting="unsafe")
 
 
 @pytest.fixture

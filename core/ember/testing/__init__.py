@@ -6,3 +6,4 @@ suite (``ember.testing.conformance``, also ``ember conformance DEVICE``) runs th
 See ``ember.testing._opinfo`` for the record types and the Note on how to add an op.
 """
 from ._opinfo import OpInfo, SampleInput, ErrorInput, make_tensor, describe, DEFAULT_TOLERANCES  # noqa: F401
+from ._host_runtime import HostMemoryRuntime  # noqa: F401
