@@ -18,35 +18,17 @@ from __future__ import annotations
 
 import argparse
 import copy
-import statistics
-import time
 import warnings
 
 import numpy as np
 
 import ember
+from _timing import paired
 
 try:
     import torch
 except ImportError:      # PyTorch is optional: its columns are skipped
     torch = None
-
-
-def paired(fns, repeat, sync=None):
-    """Median seconds of each of ``fns``, timed in alternation round by round."""
-    for f in fns:
-        f()
-    if sync:
-        sync()
-    ts = [[] for _ in fns]
-    for _ in range(repeat):
-        for i, f in enumerate(fns):
-            t0 = time.perf_counter()
-            f()
-            if sync:
-                sync()
-            ts[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in ts]
 
 
 def bench_linear(repeat):

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import time
 
 import ember
+from _timing import paired
 import numpy as np
 import scipy.sparse as sps
 
@@ -33,32 +33,8 @@ except ImportError:      # PyTorch is optional: its columns are skipped
 
 
 def med(fn, repeat, sync=None):
-    fn()
-    if sync:
-        sync()
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        if sync:
-            sync()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
-def paired(fns, repeat, sync=None):
-    """Median seconds of each of ``fns``, timed in alternation round by round (fair on a busy machine)."""
-    for f in fns:
-        f()
-    ts = [[] for _ in fns]
-    for _ in range(repeat):
-        for i, f in enumerate(fns):
-            t0 = time.perf_counter()
-            f()
-            if sync:
-                sync()
-            ts[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in ts]
+    """Median seconds of ``fn`` over ``repeat`` calls."""
+    return paired([fn], repeat, sync)[0]
 
 
 def row(name, t_ms, ref_name, ref_ms, target=None):
