@@ -46,27 +46,13 @@ class BenchPlugin:
     def ember_register(self, registry):
         rt = self.rt
 
-        def copy_(self, src, non_blocking=False):
-            if self.device.type == src.device.type:
-                np.copyto(rt.view(self), rt.view(src), casting="unsafe")
-            elif self.device.type == "benchdev":
-                rt.from_numpy(self, np.asarray(src.numpy()))
-            else:
-                np.copyto(self.numpy(), rt.view(src), casting="unsafe")
-            return self
-
-        def fill_(self, value):
-            rt.view(self).fill(value)
-            return self
-
         def add(self, other, *, alpha=1, out):
             o = rt.view(other) if isinstance(other, ember.Tensor) else other
             np.add(rt.view(self), o if alpha == 1 else o * alpha, out=rt.view(out), casting="unsafe")
 
         registry.register_device_type("benchdev", rt)
         lib = registry.library("benchdev")
-        lib.impl("copy_", copy_, device="benchdev", dtypes=L.ALL_DENSE)
-        lib.impl("fill_", fill_, device="benchdev", dtypes=L.ALL_DENSE)
+        rt.register_copy_and_fill(lib)
         lib.impl("add", add, device="benchdev", dtypes=L.ALL_DENSE)
         registry.register_fallback("benchdev", L.cpu_fallback)
 

@@ -48,26 +48,12 @@ class FakePlugin:
     def ember_register(self, registry):
         rt = self.rt
 
-        def copy_(self, src, non_blocking=False):
-            if self.device.type == src.device.type == "fakedev":
-                np.copyto(rt.view(self), rt.view(src), casting="unsafe")
-            elif self.device.type == "fakedev":
-                rt.from_numpy(self, np.asarray(src.numpy()))
-            else:
-                np.copyto(self.numpy(), rt.to_numpy(src), casting="unsafe")
-            return self
-
-        def fill_(self, value):
-            rt.view(self).fill(value)
-            return self
-
         def wrong_exp(self, *, out):
             np.copyto(rt.view(out), np.exp(rt.to_numpy(self)) + 1)   # deliberately wrong
 
         registry.register_device_type("fakedev", rt)
         lib = registry.library("fakedev")
-        lib.impl("copy_", copy_, device="fakedev", dtypes=L.ALL_DENSE)
-        lib.impl("fill_", fill_, device="fakedev", dtypes=L.ALL_DENSE)
+        rt.register_copy_and_fill(lib)
         lib.impl("exp", wrong_exp, device="fakedev", dtypes=[ember.float32])
         registry.register_fallback("fakedev", L.cpu_fallback)
 

@@ -364,19 +364,9 @@ def toy(plugins, monkeypatch):
     monkeypatch.setattr(_dispatch, "_fallback_warned", set())
     rt = ToyRuntime()
 
-    def copy_(self, src, non_blocking=False):
-        np.copyto(rt.view(self), rt.view(src), casting="unsafe")
-        return self
-
-    def fill_(self, value):
-        rt.view(self).fill(value)
-        return self
-
     def register(registry):
         registry.register_device_type("toy", rt)
-        lib = registry.library("toy")
-        lib.impl("copy_", copy_, device="toy", dtypes=L.ALL_DENSE)
-        lib.impl("fill_", fill_, device="toy", dtypes=L.ALL_DENSE)
+        rt.register_copy_and_fill(registry.library("toy"))
         registry.register_fallback("toy", L.cpu_fallback)
     plugins(_plugin("toy", register=register, info={"name": "toy", "version": "0.1", "api_version": "1.0",
                                                     "provides": {"device_types": ["toy"]}}), "toy")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..library import DeviceRuntime
+from ..library import ALL_DENSE, DeviceRuntime
 
 __all__ = ["HostMemoryRuntime"]
 
@@ -57,3 +57,26 @@ class HostMemoryRuntime(DeviceRuntime):
     def from_numpy(self, t, array) -> None:
         """Write host ``array`` (broadcast, cast) into ``t``."""
         np.copyto(self.view(t), array, casting="unsafe")
+
+    def register_copy_and_fill(self, lib) -> None:
+        """Register this device's two runtime-level kernels on ``lib`` (a ``Library``), for every dense
+        dtype: ``copy_`` (within the device, host -> device, device -> host; dtype casts included) and
+        ``fill_``. With them and ``registry.register_fallback(name, ember.library.cpu_fallback)`` every
+        op runs (slowly); add native kernels from there."""
+        rt, name = self, self.name
+
+        def copy_(dst, src, non_blocking=False):
+            if dst.device.type == src.device.type == name:
+                np.copyto(rt.view(dst), rt.view(src), casting="unsafe")
+            elif dst.device.type == name:
+                rt.from_numpy(dst, np.asarray(src.numpy()))
+            else:
+                np.copyto(dst.numpy(), rt.to_numpy(src), casting="unsafe")
+            return dst
+
+        def fill_(dst, value):
+            rt.view(dst).fill(value)
+            return dst
+
+        lib.impl("copy_", copy_, device=name, dtypes=ALL_DENSE)
+        lib.impl("fill_", fill_, device=name, dtypes=ALL_DENSE)
