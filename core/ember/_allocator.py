@@ -30,6 +30,7 @@ class OutOfMemoryError(RuntimeError):
 
 
 def format_bytes(n: int) -> str:
+    """``n`` bytes as text with two decimals in GiB / MiB / KiB, or 'N bytes' below 1 KiB."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if abs(n) >= size:
             return f"{n / size:.2f} {unit}"
@@ -182,6 +183,9 @@ class DirectAllocator(_StatsMixin):
 
     @property
     def stats(self):
+        """The memory_stats dict (the caching allocator's keys): allocated and reserved are the same here; peaks,
+        counts and OOMs tracked.
+        """
         s = dict.fromkeys(STAT_KEYS, 0)
         s["allocated_bytes.all.current"] = s["reserved_bytes.all.current"] = self.allocated
         s["allocated_bytes.all.peak"] = s["reserved_bytes.all.peak"] = self.peak
@@ -191,6 +195,7 @@ class DirectAllocator(_StatsMixin):
         return s
 
     def reset_peak_memory_stats(self):
+        """Reset the byte and allocation-count peaks to the current values."""
         self.peak = self.allocated
         self.peak_count = self.count
 

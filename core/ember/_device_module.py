@@ -41,6 +41,9 @@ class _DeviceContext:
 
 
 def make_device_module(dt) -> types.ModuleType:
+    """Build the ``ember.<name>`` module of device type ``dt``: is_available, device_count, set_device, synchronize,
+    device contexts, seeding, empty_cache and the runtime's module_extras.
+    """
     from ._device import device
     rt = dt.runtime
     mod = types.ModuleType(f"ember.{dt.name}", f"Device module of '{dt.name}' (plugin '{dt.plugin}').")
@@ -104,4 +107,5 @@ def _bind(f, dev):
 
 
 def remove_device_module(name):
+    """Drop ``ember.<name>`` from sys.modules (when its device type is unregistered)."""
     sys.modules.pop(f"ember.{name}", None)

@@ -38,6 +38,10 @@ class Generator:
         return self._state
 
     def manual_seed(self, seed) -> "Generator":
+        """Seed this generator (the seed is taken mod 2**64; the state is recreated on next use); returns self.
+        RuntimeError 'Overflow when unpacking long long int...' outside [-2**63, 2**64) (matches
+        torch.Generator.manual_seed).
+        """
         seed = int(seed)
         if seed < -(1 << 63) or seed >= (1 << 64):
             raise RuntimeError(f"Overflow when unpacking long long int: seed {seed} is out of range")
@@ -46,19 +50,24 @@ class Generator:
         return self
 
     def seed(self) -> int:
+        """Seed with a non-deterministic 63-bit value from the OS and return it (matches torch.Generator.seed)."""
         s = _pyrandom.SystemRandom().getrandbits(63)
         self.manual_seed(s)
         return s
 
     def initial_seed(self) -> int:
+        """The seed last set (matches torch.Generator.initial_seed)."""
         return self._seed
 
     def get_state(self):
+        """The runtime state's bytes as a cpu uint8 tensor (matches torch.Generator.get_state)."""
         from . import _ops
         raw = self.state.get_state()
         return _ops.frombuffer_bytes(raw)
 
     def set_state(self, new_state) -> "Generator":
+        """Restore a state from ``get_state``'s uint8 tensor (the runtime raises for a foreign state); returns self.
+        """
         self.state.set_state(bytes(new_state.numpy().tobytes()))
         return self
 
@@ -103,6 +112,7 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
+    """The cpu default generator's initial seed (matches torch.initial_seed)."""
     return _default("cpu").initial_seed()
 
 
@@ -112,6 +122,7 @@ def get_rng_state():
 
 
 def set_rng_state(new_state) -> None:
+    """Restore the cpu default generator from a uint8 state tensor (matches torch.set_rng_state)."""
     _default("cpu").set_state(new_state)
 
 

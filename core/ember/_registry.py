@@ -24,6 +24,7 @@ _loaded = False
 
 
 def ensure_loaded():
+    """Load the installed plugins (entry points) once per process; later calls do nothing."""
     global _loaded
     if not _loaded:
         _loaded = True
@@ -45,6 +46,9 @@ class DeviceType:
         self.fallback = None
 
     def allocator(self, dev: device):
+        """The allocator of device ``dev``'s index (CachingAllocator, or DirectAllocator when the type opted out),
+        created on first use.
+        """
         try:
             return self.allocators[dev.index]
         except KeyError:
@@ -55,6 +59,7 @@ class DeviceType:
         return a
 
     def generator(self, dev: device):
+        """The default Generator of device ``dev``'s index, created on first use."""
         try:
             return self.generators[dev.index]
         except KeyError:
@@ -64,6 +69,9 @@ class DeviceType:
 
 
 def not_available(name: str) -> RuntimeError:
+    """The RuntimeError "device type 'NAME' is not available: pip install PKG" (naming a plugin that failed to load);
+    returned, not raised.
+    """
     pkg = KNOWN_PACKAGES.get(name, f"ember-{name}")
     from . import plugins
     failed = plugins._failed_for_device(name)
@@ -99,15 +107,18 @@ _CPU = device("cpu")
 
 
 def set_default_device(dev) -> None:
+    """Set the device factories use by default (None: back to cpu); the device is canonicalised (index filled in)."""
     global _default_device
     _default_device = None if dev is None else canonical_device(dev)
 
 
 def push_default_device(dev):
+    """Push a default device (the with ember.device(...) context); it wins over set_default_device until popped."""
     _default_stack.append(canonical_device(dev))
 
 
 def pop_default_device():
+    """Pop the device pushed last by push_default_device."""
     _default_stack.pop()
 
 
@@ -135,6 +146,9 @@ def canonical_device(dev) -> device:
 
 
 def default_accelerator_type() -> str:
+    """The current accelerator's device type: among available non-cpu types the highest accelerator_priority (then
+    load order); 'cpu' when none.
+    """
     ensure_loaded()
     # among the available ones, the highest ``accelerator_priority`` of its runtime (default 0; ember-cuda
     # sets 10, so a GPU is the current accelerator beside PoCL or the vdev emulator), then load order

@@ -17,6 +17,9 @@ __all__ = ["Argument", "Return", "Schema", "parse_schema"]
 
 @dataclasses.dataclass(frozen=True)
 class Argument:
+    """One parsed schema argument: name, type string, default (_NO_DEFAULT when required), keyword-only and mutated
+    flags.
+    """
     name: str            # Python parameter name
     type: str            # "Tensor", "Tensor?", "Tensor[]", "Scalar", "int", "int[]", "float", "bool", "str", "ScalarType?", ...
     default: object      # _NO_DEFAULT when required
@@ -25,21 +28,25 @@ class Argument:
 
     @property
     def is_tensor(self) -> bool:
+        """Whether the type is a Tensor type (Tensor, Tensor?, Tensor[], ...)."""
         return self.type.startswith("Tensor")
 
     @property
     def has_default(self) -> bool:
+        """Whether the argument has a default value."""
         return self.default is not _NO_DEFAULT
 
 
 @dataclasses.dataclass(frozen=True)
 class Return:
+    """One parsed schema return: its name (None when unnamed) and type string."""
     name: str | None
     type: str
 
 
 @dataclasses.dataclass(frozen=True)
 class Schema:
+    """A parsed operator schema: name, overload, arguments, returns and the original text."""
     name: str                    # "add"
     overload: str                # "Tensor", "" when none
     arguments: tuple             # of Argument
@@ -48,6 +55,7 @@ class Schema:
 
     @property
     def full_name(self) -> str:
+        """'name.overload', or just the name when there is no overload."""
         return f"{self.name}.{self.overload}" if self.overload else self.name
 
     def __str__(self):

@@ -279,6 +279,7 @@ class Tensor:
         return self._dtype.is_complex
 
     def is_signed(self) -> bool:
+        """Whether the dtype is signed (matches torch.Tensor.is_signed)."""
         return self._dtype.is_signed
 
     def get_device(self) -> int:
@@ -412,6 +413,7 @@ class Tensor:
         return self.contiguous().view(shape)
 
     def reshape_as(self, other):
+        """``self.reshape(other.shape)`` (matches torch.Tensor.reshape_as)."""
         return self.reshape(other._shape)
 
     def contiguous(self, memory_format=None):
@@ -457,10 +459,12 @@ class Tensor:
 
     @property
     def H(self):
+        """The conjugate transpose of a tensor of at most 2 dims (``t()``, conjugated for complex dtypes)."""
         return self.t().conj() if self._dtype.is_complex else self.t()
 
     @property
     def mH(self):
+        """The conjugate transpose of the last two dims (``mT``, conjugated for complex dtypes)."""
         return self.mT.conj() if self._dtype.is_complex else self.mT
 
     def permute(self, *dims):
@@ -509,6 +513,7 @@ class Tensor:
         return self._view(tuple(shape), tuple(stride), self._offset)
 
     def expand_as(self, other):
+        """``self.expand(other.shape)`` (matches torch.Tensor.expand_as)."""
         return self.expand(other._shape)
 
     def narrow(self, dim, start, length):
@@ -680,6 +685,9 @@ class Tensor:
         return self.split(step, d) if size else tuple(self.narrow(d, 0, 0) for _ in range(chunks))
 
     def tensor_split(self, indices_or_sections, dim=0):
+        """A tuple of views along ``dim``: n near-equal parts (the first size % n one longer) for an int, else split
+        at the given indices (clamped to the size); matches torch.Tensor.tensor_split.
+        """
         d = _wrap_dim(dim, len(self._shape))
         size = self._shape[d]
         if isinstance(indices_or_sections, int):
@@ -746,10 +754,12 @@ class Tensor:
     # ------------------------------------------------------------ autograd metadata (the engine is its own issue)
     @property
     def requires_grad(self) -> builtins.bool:
+        """Whether autograd records operations on this tensor."""
         return self._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value):
+        """Set through ``requires_grad_(value)`` (same checks and errors)."""
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad=True):
@@ -766,14 +776,17 @@ class Tensor:
 
     @property
     def grad(self):
+        """The gradient accumulated by ``backward()`` (None until one is computed)."""
         return self._grad
 
     @property
     def grad_fn(self):
+        """The autograd node that produced this tensor (None for a leaf)."""
         return self._grad_fn
 
     @property
     def is_leaf(self) -> builtins.bool:
+        """True when the tensor has no ``grad_fn`` (created by the user, or not requiring grad)."""
         return self._grad_fn is None
 
     def detach(self):

@@ -44,6 +44,8 @@ _LN10 = math.log(10.0)
 
 
 def composite(name):
+    """Decorator: register the function as op ``name``'s composite in ``COMPOSITES`` (renamed ``composite_<name>``).
+    """
     def deco(fn):
         fn.__name__ = f"composite_{name}"
         COMPOSITES[name] = fn
@@ -174,16 +176,21 @@ def _big(d):
 # ---------------------------------------------------------------- unary
 @composite("neg")
 def neg(self, *, out):
+    """Composite of ``neg``: -x from the primitives, written into ``out``."""
     return _finish(out, _neg(self))
 
 
 @composite("positive")
 def positive(self, *, out):
+    """Composite of ``positive``: copies ``self`` into ``out`` unchanged."""
     return _finish(out, self)
 
 
 @composite("sign")
 def sign(self, *, out):
+    """Composite of ``sign``: where(0 < x, 1, 0) then -1 where x < 0 (signed dtypes); bool passes through, NaN gives
+    0.
+    """
     E = _E()
     if self._dtype is D.bool:
         return _finish(out, self)
@@ -196,6 +203,7 @@ def sign(self, *, out):
 
 @composite("sgn")
 def sgn(self, *, out):
+    """Composite of ``sgn``: ``sign`` for real dtypes; complex x / abs(x), 0 where abs(x) == 0."""
     E = _E()
     if not self._dtype.is_complex:
         return sign(self, out=out)
@@ -207,18 +215,21 @@ def sgn(self, *, out):
 
 @composite("square")
 def square(self, *, out):
+    """Composite of ``square``: mul(x, x) (bool widened to int64 first)."""
     x = self.to(D.int64) if self._dtype is D.bool else self
     return _finish(out, _E().mul(x, x))
 
 
 @composite("reciprocal")
 def reciprocal(self, *, out):
+    """Composite of ``reciprocal``: true_divide(1, x) in the computation dtype (float16 / bfloat16 in float32)."""
     x = _as(self, _work(_key_dtype("reciprocal", self)))
     return _finish(out, _E().true_divide(1, x))
 
 
 @composite("rsqrt")
 def rsqrt(self, *, out):
+    """Composite of ``rsqrt``: true_divide(1, sqrt(x)) in the computation dtype."""
     E = _E()
     x = _as(self, _work(_key_dtype("rsqrt", self)))
     return _finish(out, E.true_divide(1, E.sqrt(x)))
@@ -226,6 +237,7 @@ def rsqrt(self, *, out):
 
 @composite("exp2")
 def exp2(self, *, out):
+    """Composite of ``exp2``: pow(2.0, x) in the computation dtype."""
     x = _as(self, _work(_key_dtype("exp2", self)))
     return _finish(out, _E().pow(2.0, x))
 
@@ -244,6 +256,7 @@ log10 = _log_base("log10", _LN10)
 
 @composite("tan")
 def tan(self, *, out):
+    """Composite of ``tan``: sin(x) / cos(x) (float); complex as -i tanh(i z)."""
     E = _E()
     x = _as(self, _work(_key_dtype("tan", self)))
     if x._dtype.is_complex:                       # tan(z) = -i tanh(i z): no overflow for large |Im z|
@@ -259,6 +272,7 @@ def _one_minus_sq(x):
 
 @composite("asin")
 def asin(self, *, out):
+    """Composite of ``asin``: atan2(x, sqrt((1 - x)(1 + x))) (float); complex as -i asinh(i z)."""
     E = _E()
     x = _as(self, _work(_key_dtype("asin", self)))
     if x._dtype.is_complex:                       # asin(z) = -i asinh(i z)
@@ -268,6 +282,7 @@ def asin(self, *, out):
 
 @composite("acos")
 def acos(self, *, out):
+    """Composite of ``acos``: atan2(sqrt((1 - x)(1 + x)), x) (float); complex as pi / 2 - asin(z)."""
     E = _E()
     x = _as(self, _work(_key_dtype("acos", self)))
     if x._dtype.is_complex:                       # acos(z) = pi / 2 - asin(z)
@@ -278,6 +293,7 @@ def acos(self, *, out):
 
 @composite("atan")
 def atan(self, *, out):
+    """Composite of ``atan``: atan2(x, 1) (float); complex as -i atanh(i z)."""
     E = _E()
     x = _as(self, _work(_key_dtype("atan", self)))
     if x._dtype.is_complex:                       # atan(z) = -i atanh(i z)
@@ -300,6 +316,9 @@ def _sinh_cosh_real(x, want_sinh):
 
 @composite("sinh")
 def sinh(self, *, out):
+    """Composite of ``sinh``: from exp(|x| / 2) (expm1 form for |x| < 1) with x's sign; complex as sinh x cos y + i
+    cosh x sin y.
+    """
     E = _E()
     x = _as(self, _work(_key_dtype("sinh", self)))
     if x._dtype.is_complex:                       # sinh x cos y + i cosh x sin y
@@ -311,6 +330,7 @@ def sinh(self, *, out):
 
 @composite("cosh")
 def cosh(self, *, out):
+    """Composite of ``cosh``: (e^|x| + e^-|x|) / 2 via exp(|x| / 2); complex as cosh x cos y + i sinh x sin y."""
     E = _E()
     x = _as(self, _work(_key_dtype("cosh", self)))
     if x._dtype.is_complex:                       # cosh x cos y + i sinh x sin y
@@ -345,11 +365,13 @@ def _tanh(x):
 
 @composite("tanh")
 def tanh(self, *, out):
+    """Composite of ``tanh``: -e / (e + 2) with e = expm1(-2|x|), x's sign (float); complex by Kahan's formula."""
     return _finish(out, _tanh(_as(self, _work(_key_dtype("tanh", self)))))
 
 
 @composite("sigmoid")
 def sigmoid(self, *, out):
+    """Composite of ``sigmoid``: 1 / (1 + exp(-x)) in the computation dtype."""
     E = _E()
     x = _as(self, _work(_key_dtype("sigmoid", self)))
     return _finish(out, E.true_divide(1, E.add(E.exp(_neg(x)), 1)))
@@ -372,11 +394,17 @@ def _asinh(x):
 
 @composite("asinh")
 def asinh(self, *, out):
+    """Composite of ``asinh``: log1p(a + a^2 / (1 + sqrt(1 + a^2))), a = |x|, log(a) + ln 2 for huge a, with x's sign;
+    complex via log.
+    """
     return _finish(out, _asinh(_as(self, _work(_key_dtype("asinh", self)))))
 
 
 @composite("acosh")
 def acosh(self, *, out):
+    """Composite of ``acosh``: log1p(t + sqrt(t (t + 2))), t = x - 1 (log(x) + ln 2 for huge x, NaN below 1); complex
+    via log.
+    """
     E = _E()
     x = _as(self, _work(_key_dtype("acosh", self)))
     if x._dtype.is_complex:
@@ -395,6 +423,7 @@ def _atanh(x):
 
 @composite("atanh")
 def atanh(self, *, out):
+    """Composite of ``atanh``: (log1p(x) - log1p(-x)) / 2, keeping the sign of zero for real input."""
     x = _as(self, _work(_key_dtype("atanh", self)))
     return _finish(out, _atanh(x) if x._dtype.is_complex else _pass_zero(x, _atanh(x)))
 
@@ -411,6 +440,7 @@ def _trunc(x):
 
 @composite("ceil")
 def ceil(self, *, out):
+    """Composite of ``ceil``: -floor(-x) for floating dtypes; integer and bool inputs pass through."""
     if not self._dtype.is_floating_point:
         return _finish(out, self)
     return _finish(out, _ceil(self))
@@ -418,6 +448,9 @@ def ceil(self, *, out):
 
 @composite("trunc")
 def trunc(self, *, out):
+    """Composite of ``trunc``: ceil below zero, floor otherwise (floating dtypes); integer and bool inputs pass
+    through.
+    """
     if not self._dtype.is_floating_point:
         return _finish(out, self)
     return _finish(out, _trunc(self))
@@ -425,6 +458,7 @@ def trunc(self, *, out):
 
 @composite("frac")
 def frac(self, *, out):
+    """Composite of ``frac``: x - trunc(x)."""
     return _finish(out, _sub(self, _trunc(self)))
 
 
@@ -441,6 +475,9 @@ def _round_half_even(x):
 
 @composite("round")
 def round(self, *, decimals=0, out):
+    """Composite of ``round``: round half to even from floor / fmod, scaled by 10 ** decimals as numpy does; complex
+    rounds each part; integer inputs pass through.
+    """
     E = _E()
     d = self._dtype
     if not (d.is_floating_point or d.is_complex):
@@ -462,6 +499,7 @@ def round(self, *, decimals=0, out):
 # ---------------------------------------------------------------- classification
 @composite("isnan")
 def isnan(self, *, out):
+    """Composite of ``isnan``: x != x as a bool tensor."""
     return _finish(out, _isnan(self))
 
 
@@ -472,6 +510,7 @@ def _all(self, out, value):
 
 @composite("isinf")
 def isinf(self, *, out):
+    """Composite of ``isinf``: abs(x) == inf (float / complex); all False for integer and bool dtypes."""
     if not (self._dtype.is_floating_point or self._dtype.is_complex):
         return _all(self, out, False)
     return _finish(out, _E().eq(_E().abs(self), math.inf))
@@ -479,6 +518,7 @@ def isinf(self, *, out):
 
 @composite("isposinf")
 def isposinf(self, *, out):
+    """Composite of ``isposinf``: x == inf (float); all False for other dtypes."""
     if not self._dtype.is_floating_point:
         return _all(self, out, False)
     return _finish(out, _E().eq(self, math.inf))
@@ -486,6 +526,7 @@ def isposinf(self, *, out):
 
 @composite("isneginf")
 def isneginf(self, *, out):
+    """Composite of ``isneginf``: x == -inf (float); all False for other dtypes."""
     if not self._dtype.is_floating_point:
         return _all(self, out, False)
     return _finish(out, _E().eq(self, -math.inf))
@@ -493,6 +534,7 @@ def isneginf(self, *, out):
 
 @composite("isfinite")
 def isfinite(self, *, out):
+    """Composite of ``isfinite``: x - x == 0 (float / complex); all True for integer and bool dtypes."""
     if not (self._dtype.is_floating_point or self._dtype.is_complex):
         return _all(self, out, True)
     return _finish(out, _E().eq(_sub(self, self), 0))       # x - x is 0 unless x is inf or NaN
@@ -500,6 +542,7 @@ def isfinite(self, *, out):
 
 @composite("signbit")
 def signbit(self, *, out):
+    """Composite of ``signbit``: True for negative values and -0.0 (every NaN counts as positive: a known gap)."""
     return _finish(out, _signbit(self))
 
 
@@ -515,6 +558,7 @@ def _truth(x):
 
 @composite("logical_not")
 def logical_not(self, *, out):
+    """Composite of ``logical_not``: eq(x, 0), or the negation of a bool tensor."""
     return _finish(out, _E().eq(self, 0) if self._dtype is not D.bool else _not(self))
 
 
@@ -534,6 +578,9 @@ logical_xor = _logical("logical_xor", "bitwise_xor")
 
 @composite("bitwise_not")
 def bitwise_not(self, *, out):
+    """Composite of ``bitwise_not``: bitwise_xor with all ones (-1 for signed dtypes, 2 ** bits - 1 for unsigned);
+    bool negated.
+    """
     d = self._dtype
     if d is D.bool:
         return _finish(out, _not(self))
@@ -544,6 +591,9 @@ def bitwise_not(self, *, out):
 # ---------------------------------------------------------------- binary arithmetic
 @composite("sub")
 def sub(self, other, *, alpha=1, out):
+    """Composite of ``sub``: add(self, -other) when alpha == 1 and other is a tensor, else add(self, other,
+    alpha=-alpha).
+    """
     if alpha == 1 and _is_t(other):
         return _finish(out, _E().add(self, _neg(other)))
     return _finish(out, _E().add(self, other, alpha=-alpha))
@@ -590,6 +640,9 @@ def _int_divmod(a, b):
 
 @composite("floor_divide")
 def floor_divide(self, other, *, out):
+    """Composite of ``floor_divide``: float from fmod / true_divide (numpy's divmod); integer from div_trunc adjusted
+    to floor (RuntimeError on a zero integer divisor, from div_trunc).
+    """
     a, b, cd = _operands("floor_divide", self, other)
     if cd.is_floating_point:
         return _finish(out, _divmod_float(a, b)[0])
@@ -600,6 +653,9 @@ def floor_divide(self, other, *, out):
 
 @composite("remainder")
 def remainder(self, other, *, out):
+    """Composite of ``remainder``: fmod adjusted to the divisor's sign (float and signed integer); plain fmod for
+    unsigned dtypes.
+    """
     a, b, cd = _operands("remainder", self, other)
     if cd.is_floating_point:
         return _finish(out, _divmod_float(a, b)[1])
@@ -610,6 +666,9 @@ def remainder(self, other, *, out):
 
 @composite("hypot")
 def hypot(self, other, *, out):
+    """Composite of ``hypot``: m sqrt(1 + (n / m) ** 2) with m, n the larger and smaller of |a|, |b|; inf if either is
+    inf (even with NaN).
+    """
     E = _E()
     a, b, cd = _operands("hypot", self, other)
     if not _is_t(a):
@@ -627,6 +686,7 @@ def hypot(self, other, *, out):
 
 @composite("copysign")
 def copysign(self, other, *, out):
+    """Composite of ``copysign``: abs(self), negated where ``other``'s sign bit is set (NaN counts as positive)."""
     E = _E()
     a, b, cd = _operands("copysign", self, other)
     if not _is_t(a):
@@ -700,22 +760,26 @@ fmin = _minmax("fmin", _fmin)
 # ---------------------------------------------------------------- comparisons
 @composite("ne")
 def ne(self, other, *, out):
+    """Composite of ``ne``: not eq(self, other)."""
     return _finish(out, _not(_E().eq(self, other)))
 
 
 @composite("gt")
 def gt(self, other, *, out):
+    """Composite of ``gt``: lt(other, self)."""
     return _finish(out, _E().lt(other, self))
 
 
 @composite("le")
 def le(self, other, *, out):
+    """Composite of ``le``: lt(self, other) or eq(self, other)."""
     E = _E()
     return _finish(out, _or(E.lt(self, other), E.eq(self, other)))
 
 
 @composite("ge")
 def ge(self, other, *, out):
+    """Composite of ``ge``: lt(other, self) or eq(self, other)."""
     E = _E()
     return _finish(out, _or(E.lt(other, self), E.eq(self, other)))
 
@@ -723,6 +787,9 @@ def ge(self, other, *, out):
 # ---------------------------------------------------------------- ops with extra arguments
 @composite("nan_to_num")
 def nan_to_num(self, nan=0.0, posinf=None, neginf=None, *, out):
+    """Composite of ``nan_to_num``: where() replacing NaN, inf and -inf (defaults: 0 and the dtype's finfo max / min);
+    complex per part; non-float inputs pass through.
+    """
     E = _E()
     d = self._dtype
     if not (d.is_floating_point or d.is_complex):
@@ -745,6 +812,9 @@ def nan_to_num(self, nan=0.0, posinf=None, neginf=None, *, out):
 
 @composite("clamp")
 def clamp(self, min=None, max=None, *, out):
+    """Composite of ``clamp``: maximum with ``min`` then minimum with ``max`` in the computation dtype; a NaN bound
+    gives NaN.
+    """
     E = _E()
     cd = _key_dtype("clamp", self, min, max)
     r = _as(self, cd)
@@ -768,6 +838,8 @@ def _bound(r, m, fn):
 
 @composite("lerp")
 def lerp(self, end, weight, *, out):
+    """Composite of ``lerp``: self + w (end - self) for |w| < 0.5, else end + (w - 1)(end - self), exact at both ends.
+    """
     E = _E()
     cd = _work(self._dtype)
     a, b, w = _as(self, cd), _as(end, cd), _as(weight, cd)

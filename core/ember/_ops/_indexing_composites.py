@@ -76,6 +76,7 @@ def along(v, dim, ndim):
 
 
 def logical_not(b):
+    """Elementwise not of the bool tensor ``b``: bitwise_xor(b, True)."""
     return _E().bitwise_xor(b, True)
 
 
@@ -129,10 +130,12 @@ def wrap(i, size):
 
 
 def as_int64(index):
+    """``index`` as int64 (returned as is when it already is int64)."""
     return index if index.dtype is D.int64 else index.to(D.int64)
 
 
 def row_major_strides(shape):
+    """The contiguous (row-major) strides, in elements, of ``shape`` as a list."""
     st, acc = [], 1
     for s in reversed(shape):
         st.append(acc)
@@ -270,6 +273,9 @@ def _scatter_problem(self, dim, index, src):
 
 # ---------------------------------------------------------------- gather / scatter family
 def scatter(self, dim, index, src, *, reduce=None, out):
+    """Composite of ``scatter`` (src tensor or scalar): last writer wins per target (reduce=None), scatter_add for
+    'add', rounds of mul for 'multiply'; float16 / bfloat16 reduce in float32.
+    """
     prob = _scatter_problem(self, dim, index, src)
     if prob is None:
         out.copy_(self)
@@ -318,6 +324,9 @@ def _identity(reduce, dtype):
 
 
 def scatter_reduce(self, dim, index, src, reduce, *, include_self=True, out):
+    """Composite of ``scatter_reduce``: 'sum' / 'mean' via scatter_add (integer mean floors), 'prod' / 'amax' / 'amin'
+    in rounds of one writer per target; include_self=False starts hit targets from the identity.
+    """
     prob = _scatter_problem(self, dim, index, src)
     if prob is None:
         out.copy_(self)
@@ -348,6 +357,9 @@ def scatter_reduce(self, dim, index, src, reduce, *, include_self=True, out):
 
 
 def index_select(self, dim, index, *, out):
+    """Composite of ``index_select``: gather along ``dim`` with the 1-D index expanded; IndexError('index out of range
+    in self') for an index outside [0, size).
+    """
     E = _E()
     x = _as_nd(self)
     d = _wrap_dim(dim, self.dim())
@@ -366,6 +378,9 @@ def gather_along(x, d, i):
 
 
 def index_add(self, dim, index, source, *, alpha=1, out):
+    """Composite of ``index_add``: scatter_add of alpha * source along ``dim``; RuntimeError for an index outside [0,
+    size).
+    """
     E = _E()
     x = _as_nd(self)
     d = _wrap_dim(dim, self.dim())
@@ -386,6 +401,9 @@ def index_add(self, dim, index, source, *, alpha=1, out):
 
 
 def index_copy(self, dim, index, source, *, out):
+    """Composite of ``index_copy``: where() over the indexed slices, the last of duplicate indices winning; IndexError
+    for an index outside [0, size).
+    """
     E = _E()
     x = _as_nd(self)
     d = _wrap_dim(dim, self.dim())
@@ -409,6 +427,9 @@ def index_copy(self, dim, index, source, *, out):
 
 
 def index_fill(self, dim, index, value, *, out):
+    """Composite of ``index_fill``: where(slice is indexed, value, self) along ``dim`` (negative indices wrap);
+    IndexError for an index outside [-size, size).
+    """
     E = _E()
     x = _as_nd(self)
     d = _wrap_dim(dim, self.dim())
@@ -425,6 +446,9 @@ def index_fill(self, dim, index, value, *, out):
 
 
 def take(self, index, *, out):
+    """Composite of ``take``: gather from the flattened input (negative indices wrap); IndexError for an empty input
+    or an index outside [-n, n).
+    """
     n = self.numel()
     i = as_int64(index)
     if n == 0 and i.numel():
@@ -462,6 +486,9 @@ def _adjacent(dims):
 
 
 def index(self, indices, *, out):
+    """Composite of ``index`` (advanced indexing, None for a full dim): gather through a row-major linear index over
+    the indexed dims, placed as PyTorch places the broadcast dims; IndexError out of range.
+    """
     E = _E()
     if builtins.all(t is None for t in indices):
         out.copy_(self)
@@ -484,6 +511,9 @@ def index(self, indices, *, out):
 
 
 def index_put(self, indices, values, accumulate=False, *, out):
+    """Composite of ``index_put``: flat targets of the advanced index, then scatter_add (accumulate) or last-writer-
+    wins set; IndexError out of range.
+    """
     E = _E()
     if builtins.all(t is None for t in indices):
         out.copy_(E.add(self, values) if accumulate else values.expand(self.shape))
@@ -532,10 +562,14 @@ def true_positions(m):
 
 
 def masked_fill(self, mask, value, *, out):
+    """Composite of ``masked_fill``: where(mask, value, self)."""
     out.copy_(_E().where(mask, scalar(value, self.dtype, self.device), self))
 
 
 def masked_select(self, mask):
+    """Composite of ``masked_select``: the 1-D tensor of the elements where the broadcast mask is True, gathered at
+    the True positions (one count read).
+    """
     shape = _broadcast(self.shape, mask.shape)
     m = flat_copy(mask.expand(shape))
     pos = true_positions(m)
@@ -545,6 +579,9 @@ def masked_select(self, mask):
 
 
 def masked_scatter(self, mask, source, *, out):
+    """Composite of ``masked_scatter``: the k-th True position takes source's k-th element (cumsum of the mask,
+    gather); RuntimeError when source has fewer elements than the mask's Trues.
+    """
     E = _E()
     shape = tuple(out.shape)
     m = flat_copy(mask.expand(shape))
@@ -560,6 +597,9 @@ def masked_scatter(self, mask, source, *, out):
 
 
 def nonzero(self):
+    """Composite of ``nonzero``: the (n, ndim) int64 coordinates of the nonzero elements (NaN counts as nonzero) in
+    row-major order (one count read).
+    """
     E = _E()
     nd = self.dim()
     pos = true_positions(flat_copy(ne0(self)))

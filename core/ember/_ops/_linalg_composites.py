@@ -53,6 +53,9 @@ def _operand_labels(labels, ndim, nell):
 
 
 def einsum(equation, tensors, *, out):
+    """Composite of ``einsum``: diagonals for repeated labels, labels of one operand only summed out, then left-to-
+    right pairwise contractions with ``bmm`` (bool computed in int64).
+    """
     from ._linalg import _parse_einsum
     inputs, outl, sizes, ell = _parse_einsum(equation, [t._shape for t in tensors])
     nell = len(ell)
@@ -104,6 +107,9 @@ def _norm_dtype(self, out):
 
 
 def linalg_vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None, out):
+    """Composite of ``linalg.vector_norm``: the p-norm of abs(x) over ``dim`` (all dims when None or empty) in the
+    result dtype.
+    """
     x = ember.abs(_cast(self, _norm_dtype(self, out)))
     if dim is not None and len(dim) == 0 or x.dim() == 0:
         dim = None
@@ -165,6 +171,9 @@ def nuclear_norm(x, dims, keepdim):
 
 
 def linalg_matrix_norm(self, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out):
+    """Composite of ``linalg.matrix_norm``: 'fro' from sums of squares, 'nuc' / 2 / -2 from Jacobi singular values, 1
+    / -1 / inf / -inf from absolute row or column sums; 0 for empty matrices.
+    """
     x = _cast(self, _norm_dtype(self, out))
     nd = x.dim()
     d0, d1 = _wrap_dim(dim[0], nd), _wrap_dim(dim[1], nd)

@@ -79,6 +79,9 @@ class PerTensorAffine:
         self.zero_point = int(zero_point)
 
     def view_of(self, src, t):
+        """The quantizer of a view of a tensor with this quantizer: itself (per-tensor qparams do not depend on the
+        view).
+        """
         return self
 
     def __eq__(self, other):

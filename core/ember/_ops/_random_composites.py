@@ -51,6 +51,9 @@ def _std_normal(n, dtype, generator, device):
 
 
 def normal(self, mean=0.0, std=1.0, *, generator, out):
+    """Composite of ``normal_``: Box-Muller standard normals scaled by ``std`` and shifted by ``mean``; complex draws
+    each part with variance std**2 / 2.
+    """
     E = _E()
     n = out.numel()
     if n == 0:
@@ -102,11 +105,15 @@ def random(self, low, high=None, *, generator, out):
 
 
 def bernoulli_scalar(self, p=0.5, *, generator, out):
+    """Composite of ``bernoulli_`` with a float p: uniform [0, 1) draws < p."""
     if out.numel():
         out.copy_(_E().lt(_unit(out.shape, _compute_dtype(out.dtype), generator, out.device), p))
 
 
 def bernoulli_tensor(self, p, *, generator, out):
+    """Composite of ``bernoulli`` with a probability tensor: uniform draws < p (broadcast); RuntimeError 'Expected
+    p_in >= 0 && p_in <= 1 ...' for p outside [0, 1] or NaN.
+    """
     E = _E()
     pe = p.expand(out.shape)
     if pe.numel():
@@ -118,6 +125,7 @@ def bernoulli_tensor(self, p, *, generator, out):
 
 
 def exponential(self, lambd=1.0, *, generator, out):
+    """Composite of ``exponential_``: -log1p(-u) / lambd from uniform draws u."""
     E = _E()
     if out.numel():
         u = _unit(out.shape, _compute_dtype(out.dtype), generator, out.device)
@@ -144,6 +152,7 @@ def radix_argsort(keys, nbits):
 
 
 def randperm(n, dtype, device, *, generator, out):
+    """Composite of ``randperm``: a stable radix argsort of n random keys of 32..48 bits."""
     if n == 0:
         return
     nbits = builtins.min(48, builtins.max(32, 2 * n.bit_length() + 16))
@@ -153,6 +162,9 @@ def randperm(n, dtype, device, *, generator, out):
 
 
 def multinomial(self, num_samples, replacement=False, *, generator, out):
+    """Composite of ``multinomial``: inverse CDF with replacement, exponential races (radix argsort of E_i / p_i)
+    without; RuntimeError for inf / NaN / negative probabilities or a row summing to <= 0.
+    """
     E = _E()
     C = self.shape[-1]
     rows = self.reshape(-1, C) if self.dim() == 2 else self.reshape(1, C)

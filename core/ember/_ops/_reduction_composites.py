@@ -188,6 +188,9 @@ def _finish(out, r):
 
 # ---------------------------------------------------------------- sum family, prod, mean
 def nansum(self, dim=None, keepdim=False, *, dtype=None, out):
+    """Composite of ``nansum``: sum over the primitive ``sum`` after where(isnan(x), 0, x) (floating dtypes), in the
+    accumulation dtype.
+    """
     x = self
     if self._dtype.is_floating_point:
         x = ember.where(_isnan(x), 0, x)
@@ -210,6 +213,9 @@ def _prod_last(x):
 
 
 def prod(self, dim=None, keepdim=False, *, dtype=None, out):
+    """Composite of ``prod``: log2(n) steps of pairwise ``mul`` along the reduced dim (all elements when dim is None);
+    the empty product is 1.
+    """
     x = _cast(self, _acc(out._dtype))
     if dim is None:
         r = _prod_last(x.reshape(-1))
@@ -220,12 +226,14 @@ def prod(self, dim=None, keepdim=False, *, dtype=None, out):
 
 
 def mean(self, dim=None, keepdim=False, *, dtype=None, out):
+    """Composite of ``mean``: sum(x, dim) / n in the accumulation dtype, n the number of reduced elements."""
     x = _cast(self, _acc(out._dtype))
     n = math.prod(self._shape[d] for d in reduce_dims(self, dim)) if self._shape else 1
     _finish(out, ember.true_divide(ember.sum(x, dim, keepdim), n))
 
 
 def nanmean(self, dim=None, keepdim=False, *, dtype=None, out):
+    """Composite of ``nanmean``: sum of the non-NaN values / their count (NaN where all are NaN)."""
     x = _cast(self, _acc(out._dtype))
     keep = _not(_isnan(x))
     s = ember.sum(ember.where(keep, x, 0), dim, keepdim)
@@ -234,14 +242,17 @@ def nanmean(self, dim=None, keepdim=False, *, dtype=None, out):
 
 # ---------------------------------------------------------------- max / min family
 def amin(self, dim=(), keepdim=False, *, out):
+    """Composite of ``amin``: -amax(-x) for floating dtypes, ~amax(~x) for integers / bool."""
     _finish(out, _amin(self, dim, keepdim))
 
 
 def max_all(self, *, out):
+    """Composite of ``max`` (no dim): amax over all elements."""
     _finish(out, ember.amax(self))
 
 
 def min_all(self, *, out):
+    """Composite of ``min`` (no dim): amin over all elements (the -amax(-x) / ~amax(~x) form)."""
     _finish(out, _amin(self))
 
 
@@ -255,10 +266,16 @@ def _ext_dim(self, dim, keepdim, out, is_max):
 
 
 def max_dim(self, dim, keepdim=False, *, out):
+    """Composite of ``max.dim``: amax along ``dim`` and the first index that reaches it; writes the (values, indices)
+    pair in ``out``.
+    """
     _ext_dim(self, dim, keepdim, out, True)
 
 
 def min_dim(self, dim, keepdim=False, *, out):
+    """Composite of ``min.dim``: amin along ``dim`` and the first index that reaches it; writes the (values, indices)
+    pair in ``out``.
+    """
     _ext_dim(self, dim, keepdim, out, False)
 
 
@@ -276,6 +293,8 @@ argmax, argmin = _arg(True), _arg(False)
 
 
 def aminmax(self, *, dim=None, keepdim=False, out):
+    """Composite of ``aminmax``: amin and amax over ``dim`` (all elements when None) into the (min, max) pair ``out``.
+    """
     lo, hi = out
     x = self if dim is None else _at_least_1d(self)
     d = () if dim is None else _wrap_dim(dim, x.dim())
@@ -297,10 +316,14 @@ def _variance(self, dim, correction, keepdim):
 
 
 def var(self, dim=None, *, correction=None, keepdim=False, out):
+    """Composite of ``var``: sum(|x - mean|^2) / (n - correction) in the accumulation dtype (correction defaults to 1;
+    a divisor <= 0 is replaced by 0, giving inf / NaN).
+    """
     _finish(out, _variance(self, dim, correction, keepdim))
 
 
 def std(self, dim=None, *, correction=None, keepdim=False, out):
+    """Composite of ``std``: sqrt of the ``var`` composite's formula."""
     _finish(out, ember.sqrt(_variance(self, dim, correction, keepdim)))
 
 
@@ -320,6 +343,9 @@ def _vector_norm(x, p, dim, keepdim):
 
 
 def norm(self, p=2, dim=None, keepdim=False, *, dtype=None, out):
+    """Composite of ``norm``: vector p-norm of abs(x) (inf / -inf: amax / amin, 0: nonzero count, else (sum
+    |x|^p)^(1/p)); 'nuc' via the linalg composite nuclear_norm.
+    """
     d = dtype or self._dtype
     if self._dtype.is_complex and not d.is_complex:
         d = d.to_complex
@@ -337,6 +363,9 @@ def norm(self, p=2, dim=None, keepdim=False, *, dtype=None, out):
 
 
 def logsumexp(self, dim, keepdim=False, *, out):
+    """Composite of ``logsumexp``: m + log(sum(exp(x - m))) with m the max over ``dim`` (0 where m is infinite);
+    integer inputs in the default float dtype.
+    """
     dt = self._dtype
     x = _cast(self, _acc(dt if _is_float(dt) else D.get_default_dtype()))
     dims = reduce_dims(x, dim)
@@ -351,14 +380,17 @@ def logsumexp(self, dim, keepdim=False, *, out):
 
 # ---------------------------------------------------------------- all / any / count_nonzero
 def all_(self, dim=None, keepdim=False, *, out):
+    """Composite of ``all``: sum(x == 0) == 0 over ``dim``."""
     _finish(out, ember.eq(ember.sum(ember.eq(self, 0), dim, keepdim), 0))
 
 
 def any_(self, dim=None, keepdim=False, *, out):
+    """Composite of ``any``: 0 < sum(x != 0) over ``dim``."""
     _finish(out, ember.lt(0, ember.sum(_ne(self, 0), dim, keepdim)))
 
 
 def count_nonzero(self, dim=None, *, out):
+    """Composite of ``count_nonzero``: sum(x != 0) over ``dim`` (int64)."""
     _finish(out, ember.sum(_ne(self, 0), dim))
 
 
@@ -419,6 +451,9 @@ def _sort_dim(self, dim, descending=False):
 
 
 def sort(self, dim=-1, descending=False, *, stable=False, out):
+    """Composite of ``sort``: stable rank-based sort (quadratic memory along ``dim``, NaN largest) into the (values,
+    indices) pair ``out``; always stable.
+    """
     v, p, d = _sort_dim(self, dim, descending)
     values, indices = out
     _finish(values, v.movedim(-1, d))
@@ -426,6 +461,9 @@ def sort(self, dim=-1, descending=False, *, stable=False, out):
 
 
 def topk(self, k, dim=-1, largest=True, sorted=True, *, out):
+    """Composite of ``topk``: the first k of the full sort along ``dim`` (descending when ``largest``); results are
+    always sorted.
+    """
     v, p, d = _sort_dim(self, dim, largest)
     values, indices = out
     _finish(values, v.narrow(-1, 0, k).movedim(-1, d))
@@ -442,6 +480,7 @@ def _select(self, dim, out, position):
 
 
 def kthvalue(self, k, dim=-1, keepdim=False, *, out):
+    """Composite of ``kthvalue``: the element at sorted position k - 1 along ``dim`` and its original index."""
     _select(self, dim, out, lambda v: _full(v._shape[:-1] + (1,), k - 1, D.int64, v._device))
 
 
@@ -459,10 +498,16 @@ def _median_pos(nan_skip):
 
 
 def median_dim(self, dim=-1, keepdim=False, *, out):
+    """Composite of ``median.dim``: the lower median along ``dim`` from the sort (NaN if the slice holds a NaN) and
+    its index.
+    """
     _select(self, dim, out, _median_pos(False))
 
 
 def nanmedian_dim(self, dim=-1, keepdim=False, *, out):
+    """Composite of ``nanmedian.dim``: the lower median of the non-NaN values along ``dim`` from the sort, and its
+    index.
+    """
     _select(self, dim, out, _median_pos(True))
 
 
@@ -482,6 +527,9 @@ median, nanmedian = _median_all(False), _median_all(True)
 
 
 def mode(self, dim=-1, keepdim=False, *, out):
+    """Composite of ``mode``: the smallest most frequent value along ``dim`` (longest run of the sorted slice) and the
+    index of its last occurrence.
+    """
     s, p, _ = _sort_dim(self, dim)
     n = s._shape[-1]
     pos = _arange(n, s._device)
@@ -545,6 +593,9 @@ def _empty_dim_unique(self, ax):
 
 
 def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """Composite of ``unique``: sort, mark run starts, scatter_add the groups; returns (values, inverse, counts), rows
+    compared lexicographically when ``dim`` is given. One host sync for the output size.
+    """
     if dim is None:
         x = self.reshape(-1)
         n = x._shape[0]
@@ -571,6 +622,9 @@ def _take_rows(x, idx):
 
 
 def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None):
+    """Composite of ``unique_consecutive``: collapses runs of equal neighbours (rows when ``dim`` is given); returns
+    (values, inverse, counts). One host sync for the output size.
+    """
     if dim is None:
         x = self.reshape(-1)
         n = x._shape[0]
@@ -594,6 +648,9 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
 
 # ---------------------------------------------------------------- searchsorted
 def searchsorted(sorted_sequence, self, *, out_int32=False, right=False, side=None, sorter=None, out):
+    """Composite of ``searchsorted``: per value, the count of boundaries below it (at or below it when right /
+    side='right'), by broadcast comparison; ``sorter`` gathered first.
+    """
     b = sorted_sequence
     v = self if isinstance(self, Tensor) else _full((), self, D.scalar_dtype(self), b._device)
     cd = D.result_type(sorted_sequence, self)

@@ -18,6 +18,7 @@ from ._indexing_composites import (_E, _as_nd, _wrap_dim, along, as_int64, count
 
 # ---------------------------------------------------------------- shape ops
 def flip(self, dims, *, out):
+    """Composite of ``flip``: gather along each flipped dim with reversed indices (n - 1 - i)."""
     E = _E()
     x = self
     if self.dim():
@@ -109,6 +110,7 @@ def linspace(start, end, steps, base, dtype, device, *, out):
 
 
 def eye(n, m, dtype, device, *, out):
+    """Composite of ``eye``: eq(row index, column index) written into the (n, m) ``out``."""
     E = _E()
     if n and m:
         out.copy_(E.eq(along(iota(n, device), 0, 2), iota(m, device)))

@@ -30,12 +30,14 @@ class SavedInput(tuple):
     __slots__ = ()
 
     def unpack(self, node=None):
+        """The saved tensor; RuntimeError (PyTorch's message) when it was modified in place after being saved."""
         data, version, grad_fn = self
         if data._version != version:
             raise modified_error(data, version, grad_fn, data._output_nr)
         return data
 
     def release(self):
+        """Nothing to release (the node drops the tuple itself)."""
         pass
 
 

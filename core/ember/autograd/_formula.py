@@ -94,6 +94,7 @@ class FormulaNode(Node):
         self.released = False
 
     def release(self):
+        """Release the saved tensors after backward (a second backward through this node then raises RuntimeError)."""
         if self.saved:
             self.released = True
             for v in self.saved.values():
@@ -129,6 +130,9 @@ class FormulaNode(Node):
         return env
 
     def apply(self, grads):
+        """Node.apply: evaluate the derivative formulas for each input that has an edge; Nones when the node received
+        no gradient.
+        """
         if self.output_meta is None and grads[0] is None:
             return [None] * len(self.next_edges)     # single-output node reached with no gradient
         env = self._env(grads)
@@ -177,4 +181,5 @@ class NotImplementedNode(Node):
         self.op_name = op_name
 
     def apply(self, grads):
+        """Always raises RuntimeError "the derivative for 'OP' is not implemented."."""
         raise RuntimeError(f"the derivative for '{self.op_name}' is not implemented.")

@@ -344,6 +344,9 @@ class ViewScatter(Function):
 
     @staticmethod
     def forward(ctx, g, in_meta, replay):
+        """Zeros of the input's shape with ``g`` written (or index_add-ed, for overlapping views) where the replayed
+        view selects.
+        """
         from .._ops._creation import zeros, arange
         shape, dtype, device = in_meta
         ctx.replay = replay
@@ -359,6 +362,7 @@ class ViewScatter(Function):
 
     @staticmethod
     def backward(ctx, gg):
+        """The view op replayed on ``gg`` (no gradient for the metadata arguments)."""
         return ctx.replay(gg), None, None
 
 
@@ -368,6 +372,7 @@ class AsStridedScatter(Function):
 
     @staticmethod
     def forward(ctx, g, base_meta, geometry):
+        """Zeros laid out like the base with ``g`` scattered into the view's geometry (shape, stride, offset)."""
         from ._record import _scatter_into
         shape, stride, dtype, device = base_meta
         ctx.meta = (base_meta, geometry)
@@ -378,6 +383,7 @@ class AsStridedScatter(Function):
 
     @staticmethod
     def backward(ctx, gg):
+        """``gg`` copied into the base's layout and read back through the view's geometry."""
         from .._ops._creation import empty_strided
         (shape, stride, dtype, device), (vshape, vstride, voff) = ctx.meta
         t = empty_strided(shape, stride, dtype=gg._dtype, device=device)

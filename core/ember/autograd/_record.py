@@ -245,6 +245,9 @@ class CopySlices(Node):
         self.geometry = _geometry(view, base)
 
     def apply(self, grads):
+        """Node.apply: the base's gradient with the view's slice replaced by the in-place op's gradient; the op's
+        other inputs get theirs.
+        """
         from .._ops._creation import empty_strided
         g = grads[0]
         shape, stride, dtype, device = self.base_meta
@@ -260,6 +263,7 @@ class CopySlices(Node):
         return [result] + list(res[1:])
 
     def release(self):
+        """Release the wrapped in-place node's saved tensors."""
         self.fn.release()
 
 
@@ -274,6 +278,7 @@ class AsStridedNode(Node):
         self.geometry = _geometry(view, base)
 
     def apply(self, grads):
+        """Node.apply: the gradient scattered into the input's positions by storage geometry (AsStridedScatter)."""
         from ._helpers import AsStridedScatter
         return [AsStridedScatter.apply(grads[0], self.base_meta, self.geometry)]
 
@@ -291,6 +296,9 @@ class ViewNode(Node):
         self.arg = arg              # permutation, or the replay function
 
     def apply(self, grads):
+        """Node.apply: reshape / permute back, sum_to for expand, else the gradient scattered into zeros by replaying
+        the view.
+        """
         g = grads[0]
         kind = self.kind
         shape = self.in_meta[0]

@@ -28,6 +28,9 @@ class ReduceOp:
     ``MAX``, ``BAND``, ``BOR``, ``BXOR``)."""
 
     class RedOpType:
+        """One reduction operation (name, value); equal to another RedOpType or ReduceOp of the same value (matches
+        torch.distributed.ReduceOp.RedOpType).
+        """
         __slots__ = ("name", "value")
 
         def __init__(self, name, value):
@@ -207,6 +210,7 @@ class Work:
         return self._result
 
     def get_future(self):
+        """Not supported: always raises NotImplementedError (use ``wait()``)."""
         raise NotImplementedError("Work.get_future() is not supported by ember's collective backends; use wait()")
 
 
@@ -242,9 +246,11 @@ class CollectiveBackend:
         self.seq = 0
 
     def rank(self) -> int:
+        """This process's rank within the group."""
         return self._rank
 
     def size(self) -> int:
+        """The number of ranks in the group."""
         return self._size
 
     def _next_seq(self) -> int:
@@ -264,33 +270,60 @@ class CollectiveBackend:
 
     # -- collectives (each returns a Work) -------------------------------------------
     def allreduce(self, tensor, op) -> Work:
+        """Reduce ``tensor`` with ``op`` over all ranks, in place on every rank; required, the base raises
+        NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need allreduce")
 
     def broadcast(self, tensor, root: int) -> Work:
+        """Copy ``tensor`` of rank ``root`` into ``tensor`` on every rank; required, the base raises
+        NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need broadcast")
 
     def reduce(self, tensor, root: int, op) -> Work:
+        """Reduce ``tensor`` with ``op`` into rank ``root``'s tensor; required, the base raises NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need reduce")
 
     def allgather(self, output_list, tensor) -> Work:
+        """Gather every rank's ``tensor`` into ``output_list`` (one tensor per rank) on every rank; required, the base
+        raises NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need allgather")
 
     def allgather_into_tensor(self, output, tensor) -> Work:
+        """Gather every rank's ``tensor`` into ``output``, concatenated along dim 0 in rank order; required, the base
+        raises NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need allgather_into_tensor")
 
     def reduce_scatter_tensor(self, output, tensor, op) -> Work:
+        """Reduce ``tensor`` over ranks with ``op`` and give rank r the r-th dim-0 chunk in ``output``; required, the
+        base raises NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need reduce_scatter_tensor")
 
     def gather(self, gather_list, tensor, root: int) -> Work:
+        """Gather every rank's ``tensor`` into ``gather_list`` on rank ``root``; required, the base raises
+        NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need gather")
 
     def scatter(self, tensor, scatter_list, root: int) -> Work:
+        """Give rank r the r-th tensor of ``scatter_list`` from rank ``root``, written into ``tensor``; required, the
+        base raises NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need scatter")
 
     def alltoall_single(self, output, tensor, output_split_sizes, input_split_sizes) -> Work:
+        """Exchange dim-0 chunks of ``tensor`` (sizes ``input_split_sizes``, None: equal) into ``output``
+        (``output_split_sizes``); required, the base raises NotImplementedError.
+        """
         raise NotImplementedError(f"{self.name}: need alltoall_single")
 
     def send(self, tensor, dst: int, tag: int) -> Work:
+        """Send ``tensor`` to rank ``dst`` with ``tag``; required, the base raises NotImplementedError."""
         raise NotImplementedError(f"{self.name}: need send")
 
     def recv(self, tensor, src: int | None, tag: int) -> Work:
@@ -298,6 +331,7 @@ class CollectiveBackend:
         raise NotImplementedError(f"{self.name}: need recv")
 
     def barrier(self) -> Work:
+        """A work done once every rank has entered the barrier; required, the base raises NotImplementedError."""
         raise NotImplementedError(f"{self.name}: need barrier")
 
     # -- groups and lifetime --------------------------------------------------------
@@ -342,6 +376,7 @@ def register_backend(name: str, factory, *, devices=None, owner: str = "user", i
 
 
 def unregister_backend(name: str) -> None:
+    """Remove collective backend ``name`` (case-insensitive); no error when it is not registered."""
     _backends.pop(name.lower(), None)
 
 
@@ -365,4 +400,5 @@ _PROVIDERS = {"nccl": "ember-cuda"}
 
 
 def registered_backends() -> dict:
+    """A copy of the registry: backend name -> its entry (factory, device types, owner, is_available)."""
     return dict(_backends)

@@ -63,12 +63,15 @@ class ProcessGroup:
         self._by_type = {}             # device type -> backend, resolved
 
     def rank(self) -> int:
+        """This process's rank within the group."""
         return self._rank
 
     def size(self) -> int:
+        """The number of ranks in the group."""
         return len(self.ranks)
 
     def name(self) -> str:
+        """The group's name."""
         return self._name
 
     def __repr__(self):

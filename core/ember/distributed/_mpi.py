@@ -274,6 +274,9 @@ class MPIBackend(CollectiveBackend):
 
     # -- collectives ---------------------------------------------------------------
     def allreduce(self, tensor, op):
+        """CollectiveBackend.allreduce: MPI Iallreduce in place on a host copy (float16 / bfloat16 reduced in float32,
+        AVG divides the SUM), stored back at wait.
+        """
         MPI = _mpi()
         h = _Host(tensor)
         _check_reduce_dtype(h.arr, op, "all_reduce")
@@ -296,6 +299,9 @@ class MPIBackend(CollectiveBackend):
         return finish
 
     def broadcast(self, tensor, root):
+        """CollectiveBackend.broadcast: MPI Ibcast of the tensor's bytes from ``root``; non-root ranks store the
+        result at wait.
+        """
         MPI = _mpi()
         h = _Host(tensor)
         req = self._start(self.comm.Ibcast, [h.bytes(), MPI.BYTE], root)
@@ -304,6 +310,9 @@ class MPIBackend(CollectiveBackend):
                           [tensor])
 
     def reduce(self, tensor, root, op):
+        """CollectiveBackend.reduce: MPI Ireduce into rank ``root`` (in place there), as allreduce for dtypes and AVG;
+        only the root's tensor changes.
+        """
         MPI = _mpi()
         h = _Host(tensor)
         _check_reduce_dtype(h.arr, op, "reduce")
@@ -318,6 +327,7 @@ class MPIBackend(CollectiveBackend):
                           [tensor])
 
     def allgather_into_tensor(self, output, tensor):
+        """CollectiveBackend.allgather_into_tensor: MPI Iallgather of the bytes into ``output`` in rank order."""
         MPI = _mpi()
         src = _Host(tensor)
         out = _Host(output, load=False)
@@ -325,6 +335,9 @@ class MPIBackend(CollectiveBackend):
         return self._work("_ALLGATHER_BASE", [req], out.store, tensor.numel(), output.numel(), [output])
 
     def allgather(self, output_list, tensor):
+        """CollectiveBackend.allgather: MPI Iallgatherv of the bytes, unpacked into ``output_list`` at wait (per-rank
+        sizes may differ).
+        """
         MPI = _mpi()
         src = _Host(tensor)
         counts = [o.numel() * o._dtype.itemsize for o in output_list]
@@ -337,6 +350,9 @@ class MPIBackend(CollectiveBackend):
                           output_list)
 
     def reduce_scatter_tensor(self, output, tensor, op):
+        """CollectiveBackend.reduce_scatter_tensor: MPI Ireduce_scatter_block (half types reduced in float32, AVG
+        divides the SUM).
+        """
         src = _Host(tensor)
         _check_reduce_dtype(src.arr, op, "reduce_scatter_tensor")
         out = _Host(output, load=False)
@@ -347,6 +363,9 @@ class MPIBackend(CollectiveBackend):
                           tensor.numel(), output.numel(), [output])
 
     def gather(self, gather_list, tensor, root):
+        """CollectiveBackend.gather: MPI Igatherv of the bytes to ``root``, unpacked into ``gather_list`` there at
+        wait.
+        """
         MPI = _mpi()
         src = _Host(tensor)
         if self._rank == root:
@@ -359,6 +378,9 @@ class MPIBackend(CollectiveBackend):
         return self._work("GATHER", [req], None, tensor.numel(), 0, [])
 
     def scatter(self, tensor, scatter_list, root):
+        """CollectiveBackend.scatter: MPI Iscatterv of ``scatter_list``'s bytes from ``root`` into each rank's
+        ``tensor``.
+        """
         MPI = _mpi()
         out = _Host(tensor, load=False)
         if self._rank == root:
@@ -371,6 +393,9 @@ class MPIBackend(CollectiveBackend):
         return self._work("SCATTER", [req], out.store, tensor.numel(), tensor.numel(), [tensor])
 
     def alltoall_single(self, output, tensor, output_split_sizes, input_split_sizes):
+        """CollectiveBackend.alltoall_single: MPI Ialltoallv of dim-0 row chunks (equal chunks when the split sizes
+        are empty).
+        """
         MPI = _mpi()
         src = _Host(tensor)
         out = _Host(output, load=False)
@@ -390,6 +415,9 @@ class MPIBackend(CollectiveBackend):
         return self._work("ALLTOALL_BASE", [req], out.store, tensor.numel(), output.numel(), [output])
 
     def send(self, tensor, dst, tag):
+        """CollectiveBackend.send: MPI Isend of the tensor's bytes to ``dst`` with ``tag``, keeping the host copy
+        until completion.
+        """
         MPI = _mpi()
         h = _Host(tensor)
         req = self._start(self.comm.Isend, [h.bytes(), MPI.BYTE], dst, tag)
@@ -397,16 +425,23 @@ class MPIBackend(CollectiveBackend):
         return self._work("SEND", [req], lambda h=h: None, tensor.numel(), 0, [tensor])
 
     def recv(self, tensor, src, tag):
+        """CollectiveBackend.recv: MPI Irecv of the bytes from ``src`` (None: MPI.ANY_SOURCE) with ``tag``, stored
+        into ``tensor`` at wait.
+        """
         MPI = _mpi()
         h = _Host(tensor, load=False)
         req = self._start(self.comm.Irecv, [h.bytes(), MPI.BYTE], MPI.ANY_SOURCE if src is None else src, tag)
         return self._work("RECV", [req], h.store, 0, tensor.numel(), [tensor])
 
     def barrier(self):
+        """CollectiveBackend.barrier: a polled MPI Ibarrier."""
         return self._work("BARRIER", [self._start(self.comm.Ibarrier)])
 
     # -- groups ----------------------------------------------------------------------
     def new_group(self, ranks, timeout):
+        """CollectiveBackend.new_group: Comm.Split into the sub-communicator of ``ranks`` (errors returned, not
+        fatal); None on a non-member rank.
+        """
         MPI = _mpi()
         member = self._rank in ranks
         sub = self.comm.Split(0 if member else MPI.UNDEFINED, ranks.index(self._rank) if member else 0)
@@ -416,6 +451,7 @@ class MPIBackend(CollectiveBackend):
         return MPIBackend(sub, timeout, [self.peers[r] for r in ranks])
 
     def shutdown(self):
+        """CollectiveBackend.shutdown: free the communicator unless it is broken (errors at teardown are ignored)."""
         if self._broken is None and self.comm is not None:
             try:
                 self.comm.Free()

@@ -12,6 +12,9 @@ __all__ = ["spawn", "start_processes", "ProcessContext", "ProcessRaisedException
 
 
 class ProcessException(Exception):
+    """A spawned process failed; ``error_index`` is its process index and ``pid`` its process id (matches
+    torch.multiprocessing.ProcessException).
+    """
     def __init__(self, msg: str, error_index: int, error_pid: int):
         super().__init__(msg)
         self.msg = msg
@@ -57,6 +60,7 @@ class ProcessContext:
         self.sentinels = {p.sentinel: i for i, p in enumerate(processes)}
 
     def pids(self):
+        """The process ids of the spawned processes, in process-index order."""
         return [p.pid for p in self.processes]
 
     def join(self, timeout=None) -> bool:

@@ -176,6 +176,7 @@ class OpInfo:
         return list(self.sample_inputs(self, device, dtype, requires_grad))
 
     def errors(self, device):
+        """The ErrorInputs of ``error_inputs`` for ``device`` as a list ([] when the entry has none)."""
         return [] if self.error_inputs is None else list(self.error_inputs(self, device))
 
 

@@ -57,6 +57,9 @@ class SharedSegment:
 
     @classmethod
     def create(cls, nbytes):
+        """A new segment of ``nbytes`` zeroed bytes: a memfd (or an unlinked /dev/shm temp file where memfd_create is
+        missing) truncated to size.
+        """
         if hasattr(os, "memfd_create"):
             fd = os.memfd_create("ember-shared", os.MFD_CLOEXEC)
         else:
@@ -91,9 +94,13 @@ class CPUGeneratorState:
         self.rng = np.random.Generator(np.random.PCG64(seed))
 
     def get_state(self) -> bytes:
+        """The PCG64 bit generator's state as JSON-encoded bytes."""
         return json.dumps(self.rng.bit_generator.state).encode()
 
     def set_state(self, raw: bytes):
+        """Restore a state from ``get_state``'s bytes; RuntimeError 'set_state: not a cpu generator state (...)' for
+        anything else.
+        """
         try:
             state = json.loads(bytes(raw).decode())
             self.rng.bit_generator.state = state
@@ -129,18 +136,23 @@ class CPURuntime(DeviceRuntime):
         return max((i["num_threads"] for i in info), default=os.cpu_count() or 1)
 
     def is_available(self):
+        """DeviceRuntime.is_available: the cpu is always available."""
         return True
 
     def device_count(self):
+        """DeviceRuntime.device_count: one cpu device."""
         return 1
 
     def current_device(self):
+        """DeviceRuntime.current_device: always 0."""
         return 0
 
     def set_device(self, index):
+        """DeviceRuntime.set_device: a no-op (one unindexed device)."""
         pass
 
     def get_device_name(self, index):
+        """DeviceRuntime.get_device_name: platform.processor() (else platform.machine(), else 'cpu')."""
         import platform
         return platform.processor() or platform.machine() or "cpu"
 
@@ -148,6 +160,7 @@ class CPURuntime(DeviceRuntime):
         """Host work is synchronous: nothing to wait for."""
 
     def total_memory(self, index):
+        """The host's physical memory in bytes (page size times physical pages)."""
         import os
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
@@ -155,19 +168,24 @@ class CPURuntime(DeviceRuntime):
     frees_by_gc = True
 
     def allocate(self, nbytes, device_index):
+        """DeviceRuntime.allocate: a fresh uninitialised numpy uint8 array of ``nbytes`` (the handle)."""
         return np.empty(nbytes, np.uint8)
 
     #: typed allocation: the array is both the storage handle and the tensor's native view
     native_empty = staticmethod(np.empty)
 
     def free(self, handle):
+        """DeviceRuntime.free: a no-op; numpy frees the array with its last reference (``frees_by_gc``)."""
         pass
 
     def data_ptr(self, handle):
+        """DeviceRuntime.data_ptr: the address of the handle array's first byte."""
         return handle.__array_interface__["data"][0]
 
     # sharing between processes (DeviceRuntime's optional hooks; see SharedSegment)
     def share_memory(self, storage):
+        """DeviceRuntime.share_memory: copy the storage's bytes into a new SharedSegment and point the storage at it.
+        """
         n = storage._nbytes
         seg = SharedSegment.create(n)
         new = seg.array()
@@ -179,14 +197,19 @@ class CPURuntime(DeviceRuntime):
         storage._shared = seg
 
     def storage_from_shared(self, fd, nbytes, device_index):
+        """DeviceRuntime.storage_from_shared: map the shared fd as a SharedSegment; returns (its uint8 array, the
+        segment).
+        """
         seg = SharedSegment(fd, nbytes)
         return seg.array(), seg
 
     # host transfers
     def to_numpy(self, tensor):
+        """DeviceRuntime.to_numpy: a numpy view of the tensor's memory (no copy)."""
         return np_view(tensor)
 
     def from_numpy(self, tensor, array):
+        """DeviceRuntime.from_numpy: np.copyto into the tensor's strided view (unsafe casting)."""
         np.copyto(np_view(tensor), array, casting="unsafe")
 
     def wrap_numpy(self, arr, dtype, device):
@@ -213,4 +236,5 @@ class CPURuntime(DeviceRuntime):
         return t
 
     def new_generator_state(self, seed, device_index):
+        """DeviceRuntime.new_generator_state: a CPUGeneratorState (numpy PCG64) seeded with ``seed``."""
         return CPUGeneratorState(seed)

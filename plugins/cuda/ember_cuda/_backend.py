@@ -51,6 +51,7 @@ class ArrayBackend:
 
     # -- bfloat16 as uint16 bits, converted with integer ops (works on numpy and cupy alike)
     def bf16_to_f32(self, bits):
+        """bfloat16 bit patterns (uint16) -> float32 values (exact: the bits become the high half)."""
         xp = self.xp
         return (bits.astype(xp.uint32) << xp.uint32(16)).view(xp.float32)
 
@@ -93,9 +94,11 @@ class HostBackend(ArrayBackend):
         self.special = scipy.special
 
     def add_at(self, work, coords, values):
+        """Unbuffered ``work[coords] += values`` (np.add.at: duplicates accumulate)."""
         np.add.at(work, coords, values)
 
     def view(self, t):
+        """A numpy array over the tensor's host memory with its shape and strides, cached on the tensor."""
         a = t._native
         if a is None:
             isz = t.dtype.itemsize
@@ -142,6 +145,7 @@ class CupyBackend(ArrayBackend):
         return cp.cuda.memory.MemoryPointer(cp.cuda.memory.UnownedMemory(h.ptr, int(nbytes), st, i), 0)
 
     def view(self, t):
+        """A cupy array over the tensor's device memory, cached on the tensor."""
         a = t._native
         if a is None:
             a = t._native = self.view_owned(t, owner=None)
@@ -176,4 +180,5 @@ class CupyBackend(ArrayBackend):
             cupyx.scatter_add(work, coords, values)
 
     def synchronize(self):
+        """Wait for cupy's current stream."""
         self._cupy.cuda.get_current_stream().synchronize()

@@ -47,6 +47,7 @@ class EmuEvent:
 
     @property
     def done(self):
+        """Whether the event's stream has completed past the event's ticket."""
         return self.stream.completed >= self.ticket
 
 
@@ -60,9 +61,11 @@ class EmuStream:
         self.issued = self.completed = 0
 
     def enqueue(self):
+        """Issue one more work ticket on this stream."""
         self.issued += 1
 
     def synchronize(self):
+        """Complete every issued ticket."""
         self.completed = self.issued
 
 
@@ -83,16 +86,22 @@ class EmulatedCudaRuntime(DeviceRuntime):
         self.used = 0
 
     def device_count(self):
+        """DeviceRuntime.device_count: the fixed number of emulated devices."""
         return DEVICES
 
     def synchronize(self, index):
+        """DeviceRuntime.synchronize: complete every emulated stream's tickets."""
         for s in self.streams.values():
             s.synchronize()
 
     def total_memory(self, index):
+        """``limit_bytes`` when set, else 16 GiB."""
         return self.limit_bytes or (1 << 34)
 
     def allocate(self, nbytes, device_index):
+        """DeviceRuntime.allocate: a zeroed host block of ``nbytes`` (at least 1), counted as a raw cudaMalloc;
+        MemoryError past ``limit_bytes``.
+        """
         nbytes = max(int(nbytes), 1)
         if self.limit_bytes is not None and self.used + nbytes > self.limit_bytes:
             raise MemoryError(f"cuda_emu:{device_index}: emulated cudaMalloc({nbytes} bytes) failed: {self.used} of "
@@ -102,38 +111,46 @@ class EmulatedCudaRuntime(DeviceRuntime):
         return EmuBlock(np.zeros(nbytes, np.uint8), nbytes, device_index)
 
     def sub_allocation(self, handle, offset, nbytes):
+        """A block over ``nbytes`` bytes at ``offset`` of the segment ``handle`` (the core's small pool)."""
         return EmuBlock(handle.buf[offset:offset + nbytes], nbytes, handle.device, parent=handle)
 
     def free(self, handle):
+        """DeviceRuntime.free: count a raw free of a segment (sub-blocks are not freed on their own)."""
         if handle.parent is not None:
             return
         self.raw_frees += 1
         self.used -= handle.nbytes
 
     def data_ptr(self, handle):
+        """DeviceRuntime.data_ptr: the host address of the block's buffer."""
         return handle.buf.__array_interface__["data"][0]
 
     # streams as the caching allocator sees them
     def current_stream_key(self, device_index):
+        """The allocator's key of the device's current emulated stream (0 by default)."""
         return self.current.get(device_index, 0)
 
     def record_free_event(self, stream_key, device_index):
+        """An EmuEvent for a new ticket enqueued on stream ``stream_key``."""
         s = self.streams[stream_key]
         s.enqueue()
         return EmuEvent(s, s.issued)
 
     def event_done(self, event, wait=False):
+        """Whether ``event`` is reached (with ``wait``, its stream is synchronized first)."""
         if wait:
             event.stream.synchronize()
         return event.done
 
     # host transfers
     def to_numpy(self, tensor):
+        """DeviceRuntime.to_numpy: a C-contiguous host copy of the tensor (bfloat16 re-viewed)."""
         a = _BACKEND.view(tensor)
         a = np.array(a, copy=True, order="C")
         return a.view(tensor.dtype.numpy_dtype) if tensor.dtype is ember.bfloat16 else a
 
     def from_numpy(self, tensor, array):
+        """DeviceRuntime.from_numpy: broadcast and cast ``array`` and copy it into the tensor's memory."""
         if 0 in tuple(tensor.shape):
             return
         a = np.broadcast_to(np.asarray(array), tuple(tensor.shape)).astype(tensor.dtype.numpy_dtype)
@@ -142,6 +159,7 @@ class EmulatedCudaRuntime(DeviceRuntime):
         np.copyto(_BACKEND.view(tensor), a)
 
     def new_generator_state(self, seed, device_index):
+        """DeviceRuntime.new_generator_state: a counter-based PhiloxState seeded with ``seed``."""
         return PhiloxState(seed)
 
 

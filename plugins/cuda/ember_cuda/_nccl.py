@@ -67,6 +67,10 @@ class _NCCLWork(Work):
 
 
 class NCCLBackend(CollectiveBackend):
+    """CollectiveBackend over a cupy NCCL communicator for cuda tensors: collectives are enqueued on the current
+    stream and their Work waits on a recorded event. Unsupported dtypes, complex tensors and ReduceOps raise
+    ValueError.
+    """
     name = "nccl"
 
     def __init__(self, comm, rank, size, timeout, mpi_comm=None):
@@ -100,17 +104,22 @@ class NCCLBackend(CollectiveBackend):
         return _NCCLWork(self, op_type, ev, finish, numel_in, numel_out, result)
 
     def allreduce(self, tensor, op):
+        """CollectiveBackend.allreduce: ncclAllReduce in place on the current stream."""
         p, n = tensor.data_ptr(), tensor.numel()
         return self._launch("ALLREDUCE", tensor, lambda s: self.comm.allReduce(p, p, n, self._dt(tensor),
                                                                                 self._op(op, tensor), s),
                             None, n, n, [tensor])
 
     def broadcast(self, tensor, root):
+        """CollectiveBackend.broadcast: ncclBroadcast in place from ``root``."""
         p, n = tensor.data_ptr(), tensor.numel()
         return self._launch("BROADCAST", tensor, lambda s: self.comm.broadcast(p, p, n, self._dt(tensor), root, s),
                             None, n, n, [tensor])
 
     def reduce(self, tensor, root, op):
+        """CollectiveBackend.reduce: ncclReduce into rank ``root``; the other ranks reduce into a scratch buffer, so
+        their tensors stay unchanged (as PyTorch).
+        """
         p, n = tensor.data_ptr(), tensor.numel()
         tmp = self._cupy.empty(n * tensor._dtype.itemsize, dtype=self._cupy.uint8) if self._rank != root else None
         out = p if tmp is None else tmp.data.ptr       # non-root tensors stay unchanged (as PyTorch)
@@ -119,12 +128,16 @@ class NCCLBackend(CollectiveBackend):
                             lambda: tmp, n, n, [tensor])
 
     def allgather_into_tensor(self, output, tensor):
+        """CollectiveBackend.allgather_into_tensor: ncclAllGather into ``output``."""
         n = tensor.numel()
         return self._launch("_ALLGATHER_BASE", tensor,
                             lambda s: self.comm.allGather(tensor.data_ptr(), output.data_ptr(), n,
                                                           self._dt(tensor), s), None, n, output.numel(), [output])
 
     def allgather(self, output_list, tensor):
+        """CollectiveBackend.allgather: allgather_into_tensor into a flat buffer, waited, then copied into
+        ``output_list`` (equal sizes); returns a CompletedWork.
+        """
         import ember
         flat = ember.empty(tensor.numel() * self._size, dtype=tensor._dtype, device=tensor._device)
         w = self.allgather_into_tensor(flat, tensor)
@@ -134,6 +147,7 @@ class NCCLBackend(CollectiveBackend):
         return CompletedWork("ALLGATHER", w.seq, self._rank, self.timeout, list(output_list), "nccl")
 
     def reduce_scatter_tensor(self, output, tensor, op):
+        """CollectiveBackend.reduce_scatter_tensor: ncclReduceScatter into ``output``."""
         n = output.numel()
         return self._launch("_REDUCE_SCATTER_BASE", tensor,
                             lambda s: self.comm.reduceScatter(tensor.data_ptr(), output.data_ptr(), n,
@@ -155,6 +169,7 @@ class NCCLBackend(CollectiveBackend):
         return self._launch(op_type, tensor, run, None, tensor.numel(), tensor.numel(), result)
 
     def gather(self, gather_list, tensor, root):
+        """CollectiveBackend.gather: grouped NCCL send / recv to ``root`` (the root copies its own tensor)."""
         if self._rank != root:
             return self._group_p2p("GATHER", tensor, [(tensor, root)], [], [])
         gather_list[root].copy_(tensor)
@@ -162,6 +177,7 @@ class NCCLBackend(CollectiveBackend):
                                gather_list)
 
     def scatter(self, tensor, scatter_list, root):
+        """CollectiveBackend.scatter: grouped NCCL send / recv from ``root`` (the root copies its own chunk)."""
         if self._rank != root:
             return self._group_p2p("SCATTER", tensor, [], [(tensor, root)], [tensor])
         tensor.copy_(scatter_list[root])
@@ -169,6 +185,9 @@ class NCCLBackend(CollectiveBackend):
                                [tensor])
 
     def alltoall_single(self, output, tensor, output_split_sizes, input_split_sizes):
+        """CollectiveBackend.alltoall_single: grouped NCCL send / recv of dim-0 chunks (equal chunks when the split
+        sizes are empty).
+        """
         def parts(t, splits):
             rows = t.shape[0]
             splits = list(splits) if splits else [rows // self._size] * self._size
@@ -182,9 +201,13 @@ class NCCLBackend(CollectiveBackend):
                                [(outs[r], r) for r in range(self._size)], [output])
 
     def send(self, tensor, dst, tag):
+        """CollectiveBackend.send: an NCCL send to ``dst`` (``tag`` is ignored: NCCL has no tags)."""
         return self._group_p2p("SEND", tensor, [(tensor, dst)], [], [tensor])
 
     def recv(self, tensor, src, tag):
+        """CollectiveBackend.recv: an NCCL recv from ``src``; RuntimeError when ``src`` is None (NCCL cannot receive
+        from any source).
+        """
         if src is None:
             raise RuntimeError("nccl: recv needs an explicit src (NCCL has no receive from any source)")
         w = self._group_p2p("RECV", tensor, [], [(tensor, src)], [tensor])
@@ -192,6 +215,7 @@ class NCCLBackend(CollectiveBackend):
         return w
 
     def barrier(self):
+        """CollectiveBackend.barrier: a SUM allreduce of a one-element cuda tensor."""
         import ember
         one = ember.ones(1, device="cuda")
         return self.allreduce(one, ReduceOp.SUM)
@@ -212,6 +236,7 @@ class NCCLBackend(CollectiveBackend):
         return NCCLBackend(comm, sub.Get_rank(), sub.Get_size(), timeout, sub)
 
     def shutdown(self):
+        """CollectiveBackend.shutdown: destroy the NCCL communicator (errors ignored)."""
         if self.comm is not None:
             try:
                 self.comm.destroy()

@@ -117,6 +117,7 @@ class CudaRuntime(DeviceRuntime):
         return self._reason
 
     def is_available(self):
+        """DeviceRuntime.is_available: whether cupy reports at least one CUDA device (False on any error)."""
         try:
             self._discover()
             return self._count > 0
@@ -124,6 +125,7 @@ class CudaRuntime(DeviceRuntime):
             return False
 
     def device_count(self):
+        """DeviceRuntime.device_count: cudaGetDeviceCount through cupy (0 when CUDA or cupy is missing)."""
         self._discover()
         return self._count
 
@@ -160,15 +162,21 @@ class CudaRuntime(DeviceRuntime):
         return getattr(self._tls, "device", 0)
 
     def set_device(self, index):
+        """DeviceRuntime.set_device: make cupy's device ``index`` current for this thread; RuntimeError 'Invalid
+        device ordinal cuda:i ...' for a bad index.
+        """
         self._check_index(index)
         import cupy
         cupy.cuda.Device(index).use()
         self._tls.device = index
 
     def get_device_name(self, index):
+        """DeviceRuntime.get_device_name: the device's name from cudaGetDeviceProperties."""
         return self.properties(index)["name"]
 
     def properties(self, index) -> dict:
+        """cudaGetDeviceProperties of device ``index`` as a dict (name decoded to str); RuntimeError for a bad index.
+        """
         self._check_index(index)
         import cupy
         p = cupy.cuda.runtime.getDeviceProperties(index)
@@ -176,9 +184,13 @@ class CudaRuntime(DeviceRuntime):
         return dict(p, name=name.decode() if isinstance(name, bytes) else str(name))
 
     def total_memory(self, index):
+        """The device's totalGlobalMem in bytes."""
         return int(self.properties(index)["totalGlobalMem"])
 
     def synchronize(self, index):
+        """DeviceRuntime.synchronize: cudaDeviceSynchronize on device ``index``, then drop finished asynchronous host
+        copies.
+        """
         self._check_index(index)
         import cupy
         with cupy.cuda.Device(index):
@@ -187,6 +199,9 @@ class CudaRuntime(DeviceRuntime):
 
     # ------------------------------------------------------------------ raw memory
     def allocate(self, nbytes, device_index):
+        """DeviceRuntime.allocate: cudaMalloc of ``nbytes`` (at least 1) as a DeviceBlock; MemoryError with the free /
+        total bytes when the device is out of memory.
+        """
         self._check_index(device_index)
         import cupy
         nbytes = max(int(nbytes), 1)
@@ -207,6 +222,7 @@ class CudaRuntime(DeviceRuntime):
         return DeviceBlock(handle.ptr + offset, nbytes, handle.device, parent=handle)
 
     def free(self, handle):
+        """DeviceRuntime.free: cudaFree of a segment (blocks carved from a segment are not freed on their own)."""
         if handle.parent is not None:        # carved from a segment: the segment is freed on its own
             return
         import cupy
@@ -214,6 +230,7 @@ class CudaRuntime(DeviceRuntime):
             cupy.cuda.runtime.free(handle.ptr)
 
     def data_ptr(self, handle):
+        """DeviceRuntime.data_ptr: the block's device pointer."""
         return handle.ptr
 
     # streams, as the caching allocator sees them
@@ -238,6 +255,9 @@ class CudaRuntime(DeviceRuntime):
         return e
 
     def event_done(self, event, wait=False):
+        """Whether the allocator's free event has been reached (with ``wait``, synchronize on it first and return
+        True).
+        """
         if wait:
             event.synchronize()
             return True
@@ -245,6 +265,8 @@ class CudaRuntime(DeviceRuntime):
 
     # ------------------------------------------------------------------ host transfers
     def to_numpy(self, tensor):
+        """DeviceRuntime.to_numpy: a host copy of the tensor (synchronous on the current stream; bfloat16 re-viewed).
+        """
         b = self.backend
         with b.device(tensor.device.index or 0):
             a = b.view(tensor)
@@ -254,6 +276,9 @@ class CudaRuntime(DeviceRuntime):
         return host.reshape(tuple(tensor.shape))
 
     def from_numpy(self, tensor, array):
+        """DeviceRuntime.from_numpy: cast / broadcast ``array`` to the tensor's shape and dtype and copy it onto the
+        device.
+        """
         b = self.backend
         shape, dt = tuple(tensor.shape), tensor.dtype.numpy_dtype
         if 0 in shape:
@@ -346,6 +371,7 @@ class CudaRuntime(DeviceRuntime):
 
     # ------------------------------------------------------------------ random numbers
     def new_generator_state(self, seed, device_index):
+        """DeviceRuntime.new_generator_state: a counter-based PhiloxState seeded with ``seed``."""
         return PhiloxState(seed)
 
     # ------------------------------------------------------------------ DLPack / __cuda_array_interface__
@@ -361,6 +387,7 @@ class CudaRuntime(DeviceRuntime):
         return a.__dlpack__(**kwargs)
 
     def dlpack_device(self, tensor):
+        """The DLPack device of a cuda tensor: (2, index), 2 being kDLCUDA."""
         return (2, tensor.device.index or 0)
 
     def cuda_array_interface(self, tensor) -> dict:
@@ -415,6 +442,9 @@ class CudaRuntime(DeviceRuntime):
 
     # ------------------------------------------------------------------ ember.cuda.<extra>
     def module_extras(self):
+        """DeviceRuntime.module_extras: seeding, device properties / capability, cupy interop and the Stream / Event
+        API for ember.cuda.
+        """
         from . import _streams
         rt = self
 

@@ -59,6 +59,7 @@ class Stream:
 
     @property
     def device(self):
+        """The stream's device (cuda:index)."""
         import ember
         return ember.device("cuda", self.device_index)
 
@@ -69,6 +70,7 @@ class Stream:
 
     @property
     def priority(self) -> int:
+        """The stream's CUDA priority (lower is higher priority)."""
         import cupy
         return int(cupy.cuda.runtime.streamGetPriority(self._s.ptr))
 
@@ -161,6 +163,7 @@ class Event:
 
     @property
     def cuda_event(self) -> int:
+        """The raw ``cudaEvent_t`` handle as an int."""
         return int(self._e.ptr)
 
     def __repr__(self):

@@ -125,6 +125,7 @@ def shape_params(rank: int, prefix: str = "n") -> str:
 
 
 def shape_args(shape) -> list:
+    """The sizes of ``shape`` as np.int64 kernel arguments."""
     return [np.int64(s) for s in shape]
 
 

@@ -99,6 +99,7 @@ class OpenCLRuntime(DeviceRuntime):
 
     # -- discovery
     def devices(self):
+        """The [(platform, device)] pyopencl pairs, enumerated once on first call."""
         if self._devices is None:
             self._devices, self._reason = _enumerate()
         return self._devices
@@ -109,12 +110,14 @@ class OpenCLRuntime(DeviceRuntime):
         return self._reason
 
     def is_available(self):
+        """DeviceRuntime.is_available: whether any OpenCL device was found (False on any enumeration error)."""
         try:
             return len(self.devices()) > 0
         except Exception:  # noqa: BLE001 - must not raise
             return False
 
     def device_count(self):
+        """DeviceRuntime.device_count: the number of OpenCL devices found."""
         return len(self.devices())
 
     def _check_index(self, index):
@@ -133,21 +136,30 @@ class OpenCLRuntime(DeviceRuntime):
         return st
 
     def get_device_name(self, index):
+        """DeviceRuntime.get_device_name: 'DEVICE (PLATFORM)'; RuntimeError 'Invalid device ordinal opencl:i ...' for
+        a bad index.
+        """
         self._check_index(index)
         p, d = self.devices()[index]
         return f"{d.name.strip()} ({p.name.strip()})"
 
     def total_memory(self, index):
+        """The device's CL_DEVICE_GLOBAL_MEM_SIZE in bytes; RuntimeError for a bad index."""
         self._check_index(index)
         return int(self.devices()[index][1].global_mem_size)
 
     def synchronize(self, index):
+        """DeviceRuntime.synchronize: finish the device's queue (nothing to do for a device never used)."""
         st = self._states.get(index)
         if st is not None:       # a device never used has nothing queued
             st.queue.finish()
 
     # -- raw memory (the core's CachingAllocator calls these)
     def allocate(self, nbytes, device_index):
+        """DeviceRuntime.allocate: a READ_WRITE cl.Buffer of ``nbytes`` (at least 1); MemoryError past
+        CL_DEVICE_MAX_MEM_ALLOC_SIZE, past the device's global memory as counted by ember, or when clCreateBuffer
+        fails.
+        """
         import pyopencl as cl
         st = self.state(device_index)
         d = st.device
@@ -178,6 +190,7 @@ class OpenCLRuntime(DeviceRuntime):
         return sub
 
     def free(self, handle):
+        """DeviceRuntime.free: release the buffer (or sub-buffer) and uncount its bytes."""
         if getattr(handle, "ember_sub", False):
             handle.release()
             return
@@ -186,10 +199,14 @@ class OpenCLRuntime(DeviceRuntime):
         handle.release()
 
     def data_ptr(self, handle):
+        """DeviceRuntime.data_ptr: the buffer's cl_mem handle as an int."""
         return handle.int_ptr        # the cl_mem handle: unique per buffer, shared by its views
 
     # -- host transfers
     def to_numpy(self, tensor):
+        """DeviceRuntime.to_numpy: a blocking read of the tensor's span into a new host array (sparse views of big
+        storages are made contiguous on the device first).
+        """
         import pyopencl as cl
         shape, dt = tuple(tensor.shape), tensor.dtype.numpy_dtype
         n = int(np.prod(shape, dtype=np.int64)) if shape else 1
@@ -213,6 +230,9 @@ class OpenCLRuntime(DeviceRuntime):
         return v.copy()
 
     def from_numpy(self, tensor, array):
+        """DeviceRuntime.from_numpy: cast / broadcast ``array`` to the tensor, blocking write (contiguous) or write to
+        a temporary then a strided copy kernel.
+        """
         import pyopencl as cl
         shape, dt = tuple(tensor.shape), tensor.dtype.numpy_dtype
         if 0 in shape:
@@ -236,10 +256,14 @@ class OpenCLRuntime(DeviceRuntime):
 
     # -- random numbers
     def new_generator_state(self, seed, device_index):
+        """DeviceRuntime.new_generator_state: a counter-based PhiloxState seeded with ``seed``."""
         return PhiloxState(seed)
 
     # -- the device module: ember.opencl.<extra>
     def module_extras(self):
+        """DeviceRuntime.module_extras: unavailable_reason, get_device_properties and kernel_cache_info for
+        ember.opencl.
+        """
         def unavailable_reason():
             """Why ember.opencl.is_available() is False (None when a device is available)."""
             return self.unavailable_reason()

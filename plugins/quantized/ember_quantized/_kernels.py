@@ -194,6 +194,9 @@ def cat(tensors, dim=0, *, out):
 
 
 def register(lib, qdtypes):
+    """Register the quantized-dtype kernels (quantize, dequantize, copy_, relu, max_pool2d_with_indices, cat) on
+    ``lib`` for ``qdtypes``.
+    """
     lib.impl("quantize_per_tensor", quantize_per_tensor, dtypes=qdtypes)
     lib.impl("quantize_per_channel", quantize_per_channel, dtypes=qdtypes)
     lib.impl("dequantize", dequantize, dtypes=qdtypes)

@@ -350,6 +350,7 @@ def _ops():
 
 
 def op_db():
+    """The OpInfo entries of the quantized:: ops, for the conformance suite."""
     q = _ops()
     return [
         OpInfo("quantized_add", op=q.add, dtypes=ALL_Q, sample_inputs=_binary_samples,

@@ -81,14 +81,17 @@ def _binary_meta(op):
 
 
 def add(qa, qb, scale, zero_point):
+    """Kernel of quantized::add: dequantize both, add in float, requantize to scale / zero_point in qa's dtype."""
     return K.requantize(qa.dequantize() + qb.dequantize(), scale, zero_point, qa._dtype)
 
 
 def add_relu(qa, qb, scale, zero_point):
+    """Kernel of quantized::add_relu: relu(dequantize(qa) + dequantize(qb)) requantized in qa's dtype."""
     return K.requantize((qa.dequantize() + qb.dequantize()).relu(), scale, zero_point, qa._dtype)
 
 
 def mul(qa, qb, scale, zero_point):
+    """Kernel of quantized::mul: dequantize both, multiply in float, requantize in qa's dtype."""
     return K.requantize(qa.dequantize() * qb.dequantize(), scale, zero_point, qa._dtype)
 
 
@@ -100,6 +103,7 @@ def _unary_meta(op):
 
 
 def relu(qx):
+    """Kernel of quantized::relu: ember.relu on the quantized tensor (qparams kept)."""
     return ember.relu(qx)
 
 
@@ -213,10 +217,14 @@ def _int_linear(X, W, B, relu=False):
 
 
 def linear(X, W, B, Y_scale_i, Y_zero_point_i):
+    """Kernel of quantized::linear: exact integer GEMM of X and W plus B, requantized to Y_scale_i / Y_zero_point_i in
+    X's dtype.
+    """
     return K.requantize(_int_linear(X, W, B), Y_scale_i, Y_zero_point_i, X._dtype)
 
 
 def linear_relu(X, W, B, Y_scale_i, Y_zero_point_i):
+    """Kernel of quantized::linear_relu: as ``linear`` with relu applied before requantization."""
     return K.requantize(_int_linear(X, W, B, relu=True), Y_scale_i, Y_zero_point_i, X._dtype)
 
 
@@ -255,6 +263,9 @@ def _dyn_meta(X, W, B, reduce_range=True):
 
 
 def linear_dynamic(X, W, B, reduce_range=True):
+    """Kernel of quantized::linear_dynamic: X quantized to quint8 with choose_qparams (0..127 with reduce_range, else
+    0..255), then the integer linear; float32 result.
+    """
     qmax = 127 if reduce_range else 255
     scale, zp = choose_qparams(X, 0, qmax)
     qx = K.requantize(X, scale, zp, ember.quint8)
@@ -303,10 +314,13 @@ def _int_conv(X, W, B, stride, padding, dilation, groups):
 
 
 def conv2d(X, W, B, stride, padding, dilation, groups, scale, zero_point):
+    """Kernel of quantized::conv2d: exact integer convolution plus B, requantized to scale / zero_point in X's dtype.
+    """
     return K.requantize(_int_conv(X, W, B, stride, padding, dilation, groups), scale, zero_point, X._dtype)
 
 
 def conv2d_relu(X, W, B, stride, padding, dilation, groups, scale, zero_point):
+    """Kernel of quantized::conv2d_relu: as ``conv2d`` with relu applied before requantization."""
     return K.requantize(_int_conv(X, W, B, stride, padding, dilation, groups).relu(), scale, zero_point, X._dtype)
 
 
@@ -317,6 +331,7 @@ def _pool_meta(qx, kernel_size, stride, padding, dilation, ceil_mode):
 
 
 def max_pool2d(qx, kernel_size, stride, padding, dilation, ceil_mode):
+    """Kernel of quantized::max_pool2d: max_pool2d_with_indices on the quantized tensor, values only."""
     return ember.max_pool2d_with_indices(qx, kernel_size, stride, padding, dilation, ceil_mode)[0]
 
 
@@ -329,6 +344,7 @@ def _aap_meta(qx, output_size):
 
 
 def adaptive_avg_pool2d(qx, output_size):
+    """Kernel of quantized::adaptive_avg_pool2d: pooled in float, requantized with the input's scale / zero_point."""
     q = qx._quantizer
     y = ember.nn.functional.adaptive_avg_pool2d(qx.dequantize(), output_size)
     return K.requantize(y, q.scale, q.zero_point, qx._dtype)
@@ -348,6 +364,9 @@ def _cat_meta(qx, dim, scale, zero_point):
 
 
 def cat(qx, dim, scale, zero_point):
+    """Kernel of quantized::cat: concatenate the dequantized inputs along ``dim`` and requantize to scale /
+    zero_point.
+    """
     return K.requantize(ember.cat([t.dequantize() for t in qx], dim), scale, zero_point, qx[0]._dtype)
 
 
@@ -357,6 +376,7 @@ def _flatten_meta(qx, start_dim=0, end_dim=-1):
 
 
 def flatten(qx, start_dim=0, end_dim=-1):
+    """Kernel of quantized::flatten: ``qx.flatten(start_dim, end_dim)``."""
     return qx.flatten(start_dim, end_dim)
 
 
@@ -399,6 +419,9 @@ _DEFS = [
 
 
 def register(lib, qdtypes):
+    """Define every quantized:: op of ``_DEFS`` on ``lib`` (unstructured, with its doc) and register its kernel for
+    ``qdtypes``.
+    """
     for schema, meta, fn, doc in _DEFS:
         name = lib.define(schema, meta, structured=False, doc=doc)
         lib.impl(name, fn, dtypes=qdtypes)

@@ -145,6 +145,7 @@ def _make_unary(name, linear):
 
 
 def sum_(self, dim=None, keepdim=False, dtype=None):
+    """Sum of a sparse tensor over ``dim``: ember.sparse.sum."""
     return _sp().sum(self, dim, keepdim, dtype=dtype)
 
 
@@ -249,6 +250,9 @@ def cat(tensors, dim=0):
 
 # ================================================================ methods built from the ops
 def transpose(self, dim0, dim1):
+    """Sparse transpose: permutes index rows (two sparse dims) or value dims (two dense dims); RuntimeError for a
+    sparse and a dense dim.
+    """
     n = self.dim()
     d0, d1 = _wrap_dim(dim0, n), _wrap_dim(dim1, n)
     if d0 == d1:
@@ -269,6 +273,9 @@ def transpose(self, dim0, dim1):
 
 
 def narrow(self, dim, start, length):
+    """Sparse narrow (a copy): RuntimeError for a 0-dim tensor or start + length past the size, IndexError for start
+    outside [-size, size].
+    """
     n = self.dim()
     if n == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")

@@ -38,6 +38,7 @@ def _key(t):
 
 # ================================================================ index helpers (int64, no autograd)
 def sparse_sizes(s):
+    """The sizes of the sparse dims of ``s`` (the leading sparse_dim entries of its shape)."""
     return s._shape[:s._sp_indices._shape[0]]
 
 

@@ -88,6 +88,7 @@ def coalesce_scipy(self):
 
 
 def register(lib, layout):
+    """Register the scipy kernels of sparse::mm and sparse::coalesce for cpu float32 / float64 at ``layout``."""
     floats = [ember.float32, ember.float64]
     lib.impl("sparse::mm", mm_scipy, device="cpu", layout=layout, dtypes=floats)
     lib.impl("sparse::coalesce", coalesce_scipy, device="cpu", layout=layout, dtypes=floats)

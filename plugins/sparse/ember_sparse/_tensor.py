@@ -83,6 +83,7 @@ def _parse_to(args, kwargs):
 
 
 def is_sparse(x) -> bool:
+    """Whether ``x`` is an ember-sparse SparseCOOTensor."""
     return isinstance(x, SparseCOOTensor)
 
 
@@ -178,6 +179,7 @@ class SparseCOOTensor(Tensor):
         return self.to_dense().to_sparse(sparse_dim)
 
     def to_sparse_coo(self):
+        """This tensor itself (already sparse COO)."""
         return self
 
     # ------------------------------------------------------------ copies, devices, dtypes
@@ -188,6 +190,9 @@ class SparseCOOTensor(Tensor):
 
     @data.setter
     def data(self, other):
+        """Replace indices, values and dtype with those of the sparse tensor ``other``; RuntimeError unless it is
+        sparse with the same shape.
+        """
         if not isinstance(other, SparseCOOTensor) or other._shape != self._shape:
             raise RuntimeError("data set to a tensor that requires a different layout or size")
         self._sp_indices, self._sp_values, self._sp_coalesced = other._sp_indices, other._sp_values, \
@@ -214,12 +219,15 @@ class SparseCOOTensor(Tensor):
                                  self._sp_coalesced)
 
     def cpu(self):
+        """This sparse tensor on the cpu (``to('cpu')``)."""
         return self.to("cpu")
 
     def cuda(self, device=None, non_blocking=False):
+        """This sparse tensor on a cuda device (``to``; ``non_blocking`` is ignored)."""
         return self.to(ember.device("cuda", device) if isinstance(device, int) else (device or "cuda"))
 
     def type_as(self, other):
+        """This sparse tensor converted to ``other``'s dtype."""
         return self.to(other._dtype)
 
     def __deepcopy__(self, memo):
@@ -253,12 +261,14 @@ class SparseCOOTensor(Tensor):
 
     @property
     def T(self):
+        """Transpose of a tensor of at most 2 dims (see ``t()``); RuntimeError for more dims."""
         if len(self._shape) > 2:
             raise RuntimeError("ember-sparse: .T of a sparse tensor is supported up to 2 dims")
         return self.t()
 
     @property
     def mT(self):
+        """The last two dims swapped, as a new sparse tensor (see ``transpose``)."""
         return self.transpose(-2, -1)
 
     def narrow(self, dim, start, length):
@@ -280,6 +290,7 @@ class SparseCOOTensor(Tensor):
         return _ops().mm(self, mat2)
 
     def matmul(self, other):
+        """``ember.matmul(self, other)`` (also the ``@`` operator)."""
         return ember.matmul(self, other)
 
     __matmul__ = matmul
@@ -304,15 +315,21 @@ class SparseCOOTensor(Tensor):
         return self._replace_(ember.add(self, other, alpha=alpha))
 
     def sub_(self, other, *, alpha=1):
+        """In-place ``self - alpha * other``; RuntimeError when the result is strided or of another shape / dtype."""
         return self._replace_(ember.sub(self, other, alpha=alpha))
 
     def mul_(self, other):
+        """In-place ``self * other``; RuntimeError when the result is strided or of another shape / dtype."""
         return self._replace_(ember.mul(self, other))
 
     def div_(self, other, *, rounding_mode=None):
+        """In-place ``self / other`` (optional rounding_mode); RuntimeError when the result is strided or of another
+        shape / dtype.
+        """
         return self._replace_(ember.div(self, other, rounding_mode=rounding_mode))
 
     def neg_(self):
+        """In-place negation of the values."""
         return self._replace_(ember.neg(self))
 
     def __iadd__(self, other):
@@ -373,13 +390,16 @@ class SparseCOOTensor(Tensor):
         raise RuntimeError(f"Sparse {self._device.type.upper()} tensors do not have strides")
 
     def is_contiguous(self, memory_format=None):
+        """Always RuntimeError: sparse tensors do not have is_contiguous (as PyTorch)."""
         raise RuntimeError("is_contiguous(): sparse tensors do not have is_contiguous")
 
     @property
     def nbytes(self):
+        """Bytes held by the indices and the values tensors together."""
         return self._sp_indices.nbytes + self._sp_values.nbytes
 
     def numel(self):
+        """The number of elements of the dense shape (zeros included)."""
         return math.prod(self._shape)
 
 

@@ -59,6 +59,7 @@ class Results:
         self.finalized = False
 
     def add(self, outcome: Outcome):
+        """Record one test outcome."""
         self.outcomes.append(outcome)
 
     # ------------------------------------------------------------ xfails
@@ -86,6 +87,7 @@ class Results:
     # ------------------------------------------------------------ queries
     @property
     def failures(self) -> list:
+        """The outcomes whose status is 'failed' (unexpected failures, after finalize)."""
         return [o for o in self.outcomes if o.status == "failed"]
 
     @property
@@ -107,6 +109,7 @@ class Results:
         return self.sources.get((op, dtype), "composite")
 
     def op_column(self, op, test) -> str:
+        """The summary status of ``test`` for ``op``: 'untested', 'failing', 'xpass', 'xfail' or 'passed'."""
         st = {o.status for o in self.outcomes if o.op == op and o.test == test}
         if not st or st == {"skipped"}:
             return "untested"
@@ -125,9 +128,13 @@ class Results:
         return self._cells
 
     def device_checks(self) -> list:
+        """The outcomes of the device-level checks (tests named 'device_*')."""
         return [o for o in self.outcomes if o.test.startswith("device_")]
 
     def totals(self) -> dict:
+        """Counts for the summary: matrix cells by status (untested left out), checks by status, unexpected failures
+        and passes.
+        """
         cells = collections.Counter(self.cell(op, d) for op in self.ops for d in self.dtypes)
         cells.pop("untested", None)
         checks = collections.Counter(o.status for o in self.outcomes)

@@ -56,6 +56,7 @@ class Target:
 
     @property
     def device_type(self) -> str:
+        """The target device's type name."""
         return self.device.type
 
 
@@ -214,10 +215,12 @@ class Case:
 
     @property
     def op_id(self) -> str:
+        """The OpInfo's id, or '*' for a case not tied to an op."""
         return self.opinfo.id if self.opinfo is not None else "*"
 
     @property
     def id(self) -> str:
+        """'op-dtype[-index_sample]' with characters other than word characters and dots replaced by '_'."""
         parts = [self.op_id, self.dtype]
         if self.index >= 0:
             parts.append(str(self.index) + (f"_{self.sample_name}" if self.sample_name else ""))
@@ -225,6 +228,7 @@ class Case:
 
 
 def applies(test, opinfo) -> bool:
+    """Whether conformance test ``test`` ('op', 'out', 'inplace', 'view', 'errors', 'grad') applies to ``opinfo``."""
     return {"op": True, "out": opinfo.supports_out, "inplace": opinfo.inplace is not None,
             "view": opinfo.is_view, "errors": opinfo.error_inputs is not None,
             "grad": opinfo.supports_autograd}[test]

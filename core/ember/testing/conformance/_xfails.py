@@ -51,6 +51,7 @@ def normalize_test(name: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Xfail:
+    """One expected failure: test, op id and dtype ('*' matches any), the reason and where it was declared."""
     test: str
     op: str
     dtype: str
@@ -58,6 +59,7 @@ class Xfail:
     source: str = ""     # where it came from (file:line, or "OpInfo")
 
     def matches(self, test: str, op: str, dtype: str) -> bool:
+        """Whether this entry covers (test, op, dtype); '*' fields match anything."""
         return ((self.test == "*" or self.test == normalize_test(test)) and (self.op == "*" or self.op == op)
                 and (self.dtype == "*" or self.dtype == dtype))
 
@@ -69,9 +71,11 @@ class XfailSet:
         self.entries = list(entries)
 
     def add(self, entries):
+        """Add xfail entries to the set."""
         self.entries.extend(entries)
 
     def lookup(self, test: str, op: str, dtype: str):
+        """The first entry matching (test, op, dtype), or None."""
         for e in self.entries:
             if e.matches(test, op, dtype):
                 return e

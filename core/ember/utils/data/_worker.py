@@ -145,6 +145,7 @@ class _IterableFetcher:
 
 
 def make_fetcher(iterable, dataset, auto_collation, collate_fn, drop_last):
+    """The fetcher that turns indices into batches: iterable-style or map-style, per ``iterable``."""
     cls = _IterableFetcher if iterable else _MapFetcher
     return cls(dataset, auto_collation, collate_fn, drop_last)
 

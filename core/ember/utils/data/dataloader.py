@@ -186,6 +186,9 @@ class DataLoader:
 
     @multiprocessing_context.setter
     def multiprocessing_context(self, context):
+        """Set the context worker processes start from (a start-method name or a context); ValueError with
+        num_workers=0 or an unknown method, TypeError for another object.
+        """
         if context is not None:
             if self.num_workers == 0:
                 raise ValueError(f"multiprocessing_context can only be used with multi-process loading "

@@ -16,6 +16,7 @@ LOWP = frozenset({np.dtype(np.float16), ember.bfloat16.numpy_dtype})
 
 
 def np_dtype(d):
+    """The numpy dtype of ember dtype ``d``."""
     return d.numpy_dtype
 
 
