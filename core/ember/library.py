@@ -17,7 +17,18 @@ from ._dtype import dtype as _dtype_cls, ALL_DENSE, FLOATING, INTEGRAL, COMPLEX
 from ._dtype import new_dtype  # noqa: F401  (a plugin's own dtype, for register_dtype)
 
 __all__ = ["DeviceRuntime", "Registry", "Library", "ANY", "ALL_DENSE", "FLOATING", "INTEGRAL", "COMPLEX",
-           "register_autograd", "cpu_fallback", "new_dtype", "PhiloxState"]
+           "register_autograd", "cpu_fallback", "new_dtype", "PhiloxState", "parse_to_args"]
+
+
+def parse_to_args(args, kwargs) -> tuple:
+    """``(device or None, dtype or None, copy, non_blocking)`` from the arguments of a ``to(...)`` call,
+    parsed exactly as ``Tensor.to`` / ``Module.to`` parse them (``to(device)``, ``to(dtype)``,
+    ``to(device, dtype)``, ``to(other)``, an int for the default accelerator's device, keywords
+    ``device``, ``dtype``, ``non_blocking``, ``copy``, ``memory_format``), for a plugin whose tensors
+    implement ``to`` themselves (ember-sparse). ``kwargs`` is consumed. TypeError for anything else,
+    in PyTorch's words; the device comes back canonical (RuntimeError for an unknown device type)."""
+    from ._ops._copy import _parse_to
+    return _parse_to(args, kwargs)
 
 
 class PhiloxState:

@@ -16,6 +16,7 @@ import math
 
 import ember
 from ember import Tensor
+from ember.library import parse_to_args
 
 __all__ = ["SparseCOOTensor", "is_sparse", "make_sparse"]
 
@@ -56,30 +57,6 @@ def make_sparse(indices, values, shape, coalesced=False):
     t._sp_values = values
     t._sp_coalesced = bool(coalesced)
     return t
-
-
-def _parse_to(args, kwargs):
-    """(device or None, dtype or None, copy) of ``to(...)``'s arguments (as torch.Tensor.to)."""
-    dev = dtype = None
-    copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
-    for a in args:
-        if isinstance(a, ember.dtype):
-            dtype = a
-        elif isinstance(a, Tensor):
-            dev, dtype = a._device, a._dtype
-        elif isinstance(a, (str, ember.device)):
-            dev = a
-        elif isinstance(a, int) and not isinstance(a, bool):
-            dev = ember.device("cuda", a)
-        elif not isinstance(a, bool):
-            raise TypeError(f"to() received an invalid combination of arguments - got ({type(a).__name__})")
-    dtype = kwargs.pop("dtype", dtype)
-    dev = kwargs.pop("device", dev)
-    if kwargs:
-        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
-    return dev, dtype, copy
 
 
 def is_sparse(x) -> bool:
@@ -210,7 +187,7 @@ class SparseCOOTensor(Tensor):
 
     def to(self, *args, **kwargs):
         """This sparse tensor on another device and/or dtype (matches torch.Tensor.to); differentiable."""
-        dev, dtype, copy = _parse_to(args, dict(kwargs))
+        dev, dtype, copy, _ = parse_to_args(args, dict(kwargs))     # parsed as Tensor.to parses them
         dtype = dtype or self._dtype
         idx = self._sp_indices if dev is None else self._sp_indices.to(dev, copy=copy)
         if idx._device == self._device and dtype is self._dtype and not copy:
