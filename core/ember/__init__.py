@@ -92,12 +92,13 @@ def __getattr__(name):
         if name in globals():        # registered by ember-quantized while the plugins loaded just now
             return globals()[name]
         raise AttributeError(f"module 'ember' has no attribute '{name}': the quantized dtypes come from the "
-                             f"ember-quantized plugin, which is not loaded: pip install ember-quantized")
+                             f"ember-quantized plugin, which is not loaded: {_registry.install_advice('quantized')}")
     if name in _registry.KNOWN_PACKAGES:
         return _registry.missing_device_module(name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
     is_inference_mode_enabled  # noqa: E402  (importing ember.autograd installs the autograd layer)
+from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: E402
 # The PyTorch-shaped library above the core (DESIGN section 8), imported like torch's.
 from . import nn, optim, utils, multiprocessing, distributed  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401

@@ -21,7 +21,7 @@ def info(out=None) -> int:
             print(f"      error: {p.error}", file=out)
     print("device types:", file=out)
     if not _registry.device_types:
-        print("  (none: pip install ember-cpu)", file=out)
+        print(f"  (none: {_registry.install_advice('cpu')})", file=out)
     for name, dt in _registry.device_types.items():
         rt = dt.runtime
         try:
@@ -32,6 +32,13 @@ def info(out=None) -> int:
         why = getattr(rt, "unavailable_reason", None)
         if count == 0 and why is not None and why():
             print(f"      not available: {why()}", file=out)
+        details = getattr(rt, "info_lines", None)      # optional: a runtime's own detail lines
+        if details is not None:
+            try:
+                for line in details():
+                    print(f"      {line}", file=out)
+            except Exception as e:  # noqa: BLE001 - info must print whatever it can
+                print(f"      (details failed: {type(e).__name__}: {e})", file=out)
     print(f"layouts: {', '.join(sorted(_registry.layouts))}", file=out)
     from .distributed import _backend as collectives
     print("collective backends (ember.distributed):", file=out)

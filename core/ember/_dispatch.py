@@ -24,7 +24,7 @@ import builtins
 import dataclasses
 import warnings
 
-from ._grad_state import STATE as _AG_STATE
+from ._grad_state import BELOW as _BELOW, STATE as _AG_STATE
 
 from ._schema import parse_schema
 
@@ -73,6 +73,7 @@ class OpDef:
         self.inplace = inplace
         self.doc = doc
         self.kernels = {}      # (device type | ANY, layout name | ANY, dtype | ANY) -> KernelEntry
+        self.shadowed = {}     # key -> [KernelEntry] of lower priority than kernels[key], kept for when it goes
         self.cache = {}        # resolved key -> kernel
         self.sources = {}      # resolved key -> "native" | "composite" | "fallback"
         self.multi_output_type = multi_output_type
@@ -84,27 +85,45 @@ class OpDef:
 
     # ------------------------------------------------------------ registration
     def register(self, device_type, layout, dtypes, fn, owner, priority=0):
-        """Register ``fn`` for each key; RuntimeError naming both owners on a clash."""
+        """Register ``fn`` for each key; RuntimeError naming both owners when a kernel of the same priority is
+        there. The highest priority wins; a lower one is kept, shadowed, and takes over when the higher one is
+        unregistered (so an override that loads before the plugin it overrides does not break that plugin)."""
         dtypes = [ANY] if dtypes is None or dtypes is ANY else list(dtypes)
         keys = [(device_type, layout, d) for d in dtypes]
         for key in keys:
-            old = self.kernels.get(key)
-            if old is not None and old.priority >= priority and old.fn is not fn:
-                raise RuntimeError(
-                    f"kernel for op '{self.name}' at key {_fmt_key(key)} is registered twice: by "
-                    f"'{old.owner}' and by '{owner}'. Declare a higher priority in one of them to override.")
-        undo = []
+            for old in [self.kernels.get(key)] + self.shadowed.get(key, []):
+                if old is not None and old.priority == priority and old.fn is not fn:
+                    raise RuntimeError(
+                        f"kernel for op '{self.name}' at key {_fmt_key(key)} is registered twice: by "
+                        f"'{old.owner}' and by '{owner}'. Declare a higher priority in one of them to override.")
+        added = []
         for key in keys:
-            undo.append((key, self.kernels.get(key)))
-            self.kernels[key] = KernelEntry(fn, owner, priority)
+            entry = KernelEntry(fn, owner, priority)
+            old = self.kernels.get(key)
+            if old is not None and old.priority > priority:
+                self.shadowed.setdefault(key, []).append(entry)
+            else:
+                if old is not None:
+                    self.shadowed.setdefault(key, []).append(old)
+                self.kernels[key] = entry
+            added.append((key, entry))
         invalidate_caches()
 
         def rollback():
-            for key, old in reversed(undo):
-                if old is None:
-                    self.kernels.pop(key, None)
+            for key, entry in reversed(added):
+                if self.kernels.get(key) is entry:
+                    rest = self.shadowed.get(key, [])
+                    if rest:
+                        best = max(rest, key=lambda e: e.priority)
+                        rest[:] = [e for e in rest if e is not best]
+                        self.kernels[key] = best
+                    else:
+                        self.kernels.pop(key, None)
                 else:
-                    self.kernels[key] = old
+                    rest = self.shadowed.get(key, [])
+                    rest[:] = [e for e in rest if e is not entry]
+                if not self.shadowed.get(key, True):
+                    del self.shadowed[key]
             invalidate_caches()
         return rollback
 
@@ -254,7 +273,7 @@ def {name}({sig}):
         return out
     if _AG.check and ({rg}):
         _no_out(_op)
-    out = _check_out(_op, out, __shape, __dtype, __device)
+    out = _check_out(_op, out, __shape, __dtype, __device, ({ins}))
     __kernel({args}, out=out)
     return out
 """
@@ -268,7 +287,7 @@ def {name}({sig}):
     if out is None:
         out = tuple(_empty(s, d, __device) for s, d in __specs)
     else:
-        out = _check_outs(_op, out, __specs, __device)
+        out = _check_outs(_op, out, __specs, __device, ({ins}))
     __kernel({args}, out=out)
     return _result(*out)
 """
@@ -278,7 +297,7 @@ def {name}_({sig}):
     if _AG.check and ({rg}):
         return _record_inplace(_op, {name}_, {{{kw}}})
     __device, __key, __shape, __dtype = _meta({args})
-    _check_inplace(_op, {first}, __shape, __dtype, __device)
+    _check_inplace(_op, {first}, __shape, __dtype, __device, ({ins}))
     __kernel = _cache.get(__key) or _resolve(__key)
     __kernel({args}, out={first})
     _bump({first})
@@ -327,12 +346,16 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
             ns[f"{a.name}_default"] = a.default
     args = _call_args(op.schema)
     rg, kw = _requires_grad_expr(op.schema), _kwargs_dict(op.schema)
+    # the arguments that may be tensors an out= / in-place write must not partly overlap
+    first = op.schema.arguments[0].name if op.schema.arguments else ""
+    ins = "".join(f"{a.name}, " for a in op.schema.arguments if a.name != "out")
     multi = len(op.schema.returns) > 1
     if structured:
         template = _TEMPLATE_STRUCTURED_MULTI if multi else _TEMPLATE_STRUCTURED
-        src = template.format(name=op.name, sig=_signature(op.schema, True), args=args, rg=rg, kw=kw)
+        src = template.format(name=op.name, sig=_signature(op.schema, True), args=args, rg=rg, kw=kw, ins=ins)
     else:
-        src = _TEMPLATE_FREEFORM.format(name=op.name, sig=_signature(op.schema, False), args=args, rg=rg, kw=kw)
+        src = _TEMPLATE_FREEFORM.format(name=op.name, sig=_signature(op.schema, False), args=args, rg=rg, kw=kw,
+                                        ins=ins)
     exec(compile(src, f"<ember op {op.name}>", "exec"), ns)
     fn = ns[op.name]
     fn._op = op
@@ -341,7 +364,7 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
     fn.__module__ = "ember"
     if inplace:
         src = _TEMPLATE_INPLACE.format(name=op.name, sig=_signature(op.schema, False), args=args,
-                                       first=op.schema.arguments[0].name, rg=rg, kw=kw)
+                                       first=op.schema.arguments[0].name, rg=rg, kw=kw, ins=ins[len(first) + 2:])
         exec(compile(src, f"<ember op {op.name}_>", "exec"), ns)
         fn_ = ns[op.name + "_"]
         fn_._op = op
@@ -403,12 +426,8 @@ def _generic_rec(op):
 def _below_autograd(fn):
     """``fn`` (a composite or fallback, which calls other ops) run with autograd recording off."""
     def below(*args, **kwargs):
-        prev = _AG_STATE.check
-        _AG_STATE.check = False
-        try:
+        with _BELOW:
             return fn(*args, **kwargs)
-        finally:
-            _AG_STATE.check = prev
     return below
 
 

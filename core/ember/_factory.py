@@ -16,17 +16,29 @@ _contig: dict = {}      # shape -> (numel, contiguous strides)
 _allocators: dict = {}  # device -> allocator (filled on first use of a device)
 
 
+#: storages hold at most 2**63 - 1 bytes (PyTorch's bound: sizes are int64)
+_MAX_NUMEL = 2 ** 63
+
+
+def _overflow(shape) -> RuntimeError:
+    return RuntimeError(f"Storage size calculation overflowed with sizes=[{', '.join(map(str, shape))}]")
+
+
 def contiguous_strides(shape):
     """(numel, row-major strides in elements) for ``shape``; memoised."""
     try:
         return _contig[shape]
     except KeyError:
-        stride, acc = [], 1
-        for s in reversed(shape):
-            stride.append(acc)
-            acc *= max(s, 1)
-        r = _contig[shape] = (math.prod(shape), tuple(reversed(stride)))
-        return r
+        pass
+    stride, acc = [], 1
+    for s in reversed(shape):
+        stride.append(acc)
+        acc *= max(s, 1)
+    numel = math.prod(shape)
+    if numel >= _MAX_NUMEL:
+        raise _overflow(shape)
+    r = _contig[shape] = (numel, tuple(reversed(stride)))
+    return r
 
 
 def allocator_for(device):
@@ -64,10 +76,14 @@ def empty_on(shape, dtype, device):
             alloc._account(nbytes)
         try:
             handle = native(shape, dtype._np or dtype.numpy_dtype)
-        except MemoryError as e:          # undo the accounting: the failed allocation leaves no trace
+        except (MemoryError, ValueError) as e:   # undo the accounting: the failed allocation leaves no trace
             alloc.allocated -= nbytes
             alloc.count -= 1
             alloc.ooms += 1
+            if nbytes >= _MAX_NUMEL:              # numpy: "array is too big" (ValueError): PyTorch's error
+                raise _overflow(shape) from None
+            if isinstance(e, ValueError):
+                raise
             raise alloc._oom_direct(nbytes, e) from None
         st = _new(UntypedStorage)
         st._handle = t._native = handle
@@ -90,8 +106,48 @@ def _shape_str(shape):
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def check_out(op, out, shape, dtype, device):
-    """Validate a user's ``out=`` tensor; resize it (as PyTorch does) when its shape differs."""
+INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single "
+                    "memory location. Please clone() the tensor before performing the operation.")
+PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                   "single memory location. Please clone() the tensor before performing the operation.")
+
+
+def _dense_span(t):
+    """``(start, end)`` element offsets of a non-overlapping and dense tensor's memory, else None (as PyTorch,
+    overlap between tensors that are not dense is not judged)."""
+    dims = sorted((s, n) for n, s in zip(t._shape, t._stride) if n != 1)
+    expect = 1
+    for s, n in dims:
+        if s != expect:
+            return None
+        expect *= n
+    return t._offset, t._offset + expect
+
+
+def check_overlap(out, inputs):
+    """PyTorch's memory-overlap checks for a written-to tensor (``out=`` or in-place ``self``), made before
+    anything is written: RuntimeError when ``out`` has elements sharing one location (an expanded tensor), or
+    when an input partly overlaps it (the same elements exactly is fine: ``add(x, 1, out=x)``)."""
+    for n, s in zip(out._shape, out._stride):
+        if s == 0 and n > 1:
+            raise RuntimeError(INTERNAL_OVERLAP)
+    st = out._storage
+    span = None
+    for t in inputs:
+        if t.__class__ is not Tensor and not isinstance(t, Tensor) or t is out or t._storage is not st:
+            continue
+        if t._offset == out._offset and t._stride == out._stride and t._shape == out._shape:
+            continue                                  # full overlap: elementwise in place is well defined
+        span = span or _dense_span(out)
+        other = _dense_span(t)
+        if span is not None and other is not None and span[0] < other[1] and other[0] < span[1]:
+            raise RuntimeError(PARTIAL_OVERLAP)
+
+
+def check_out(op, out, shape, dtype, device, inputs=()):
+    """Validate a user's ``out=`` tensor before anything is written; resize it (as PyTorch does) when its
+    shape differs. RuntimeError for an ``out`` that overlaps itself or partly overlaps an input, and for one
+    that must be resized while it shares memory with an input (resizing would change that input first)."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if out._device is not device:
@@ -99,7 +155,12 @@ def check_out(op, out, shape, dtype, device):
     if out._dtype is not dtype and not can_cast(dtype, out._dtype):
         raise RuntimeError(f"result type {torch_name(dtype)} can't be cast to the desired output type "
                            f"{torch_name(out._dtype)}")
+    check_overlap(out, inputs)
     if out._shape != shape:
+        if any(isinstance(t, Tensor) and t._storage is out._storage for t in inputs):
+            raise RuntimeError(f"{op.name}(): the out= tensor has to be resized from {_shape_str(out._shape)} to "
+                               f"{_shape_str(shape)}, but it shares memory with an input, which resizing would "
+                               f"change before the op reads it. Pass a separate out= tensor, or clone() the input.")
         if out.numel() != 0:
             warnings.warn(f"An output with one or more elements was resized since it had shape "
                           f"{_shape_str(out._shape)}, which does not match the required output shape "
@@ -108,15 +169,16 @@ def check_out(op, out, shape, dtype, device):
     return out
 
 
-def check_outs(op, outs, specs, device):
-    """Validate a tuple of ``out=`` tensors for a multi-output op."""
+def check_outs(op, outs, specs, device, inputs=()):
+    """Validate a tuple of ``out=`` tensors for a multi-output op (each as ``check_out``)."""
     if not isinstance(outs, (tuple, list)) or len(outs) != len(specs):
         raise TypeError(f"{op.name}(): argument 'out' must be a tuple of {len(specs)} Tensors")
-    return tuple(check_out(op, o, s, d, device) for o, (s, d) in zip(outs, specs))
+    return tuple(check_out(op, o, s, d, device, inputs) for o, (s, d) in zip(outs, specs))
 
 
-def check_inplace(op, self, shape, dtype, device):
-    """The checks an in-place op makes before writing anything (nothing is partly written)."""
+def check_inplace(op, self, shape, dtype, device, inputs=()):
+    """The checks an in-place op makes before writing anything (nothing is partly written), PyTorch's
+    memory-overlap checks (``check_overlap``) included."""
     if self._shape != shape:
         raise RuntimeError(f"output with shape {_shape_str(self._shape)} doesn't match the broadcast shape "
                            f"{_shape_str(shape)}")
@@ -126,6 +188,7 @@ def check_inplace(op, self, shape, dtype, device):
     if self._device is not device:
         raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                            f"{self._device} and {device}!")
+    check_overlap(self, inputs)
 
 
 def bump_version(t):

@@ -6,6 +6,7 @@ device type calls ``ember.plugins.ensure_loaded()``.
 """
 from __future__ import annotations
 
+import threading
 import types
 
 from ._device import device, layout, strided
@@ -18,18 +19,56 @@ device_types: dict = {}
 layouts: dict = {"strided": strided}
 
 # pip package that provides a device type, for the "not available" message
-KNOWN_PACKAGES = {"cpu": "ember-cpu", "cuda": "ember-cuda[cuda12]", "opencl": "ember-opencl[pocl]"}
+KNOWN_PACKAGES = {"cpu": "ember-cpu", "cuda": "ember-cuda[cuda12]", "opencl": "ember-opencl[cpu]"}
 
-_loaded = False
+
+def install_advice(plugin: str, package: str = None) -> str:
+    """How to get plugin ``plugin`` (the entry-point name: "cpu", "sparse", ...), for error messages.
+
+    When the plugin is installed but was kept out by ``EMBER_PLUGINS`` / ``EMBER_DISABLE_PLUGINS`` /
+    ``EMBER_PLUGIN_AUTOLOAD=0``, that is what it says; otherwise "pip install ember-X (from a checkout
+    of ember: pip install ./plugins/X)" - ember is not on PyPI yet, so both are given."""
+    import os
+    from . import plugins
+    info = plugins._plugins.get(plugin)
+    if info is not None and info.status == "disabled":
+        only = os.environ.get("EMBER_PLUGINS", "").strip()
+        var = f"EMBER_PLUGINS={only}" if only else f"EMBER_DISABLE_PLUGINS={os.environ.get('EMBER_DISABLE_PLUGINS', '')}"
+        return f"the plugin '{plugin}' is installed but excluded by {var}; change or unset that variable"
+    if info is None and os.environ.get("EMBER_PLUGIN_AUTOLOAD", "1").strip().lower() in ("0", "false", "no", "off"):
+        if plugins._installed_entry_point(plugin):
+            return (f"the plugin '{plugin}' is installed but EMBER_PLUGIN_AUTOLOAD=0 turns off discovery; unset it, "
+                    f"or load the plugin with ember.plugins.register(...)")
+    package = package or KNOWN_PACKAGES.get(plugin, f"ember-{plugin}")
+    base, _, extras = package.partition("[")
+    local = f"./plugins/{base[len('ember-'):]}" + (f"[{extras}" if extras else "")
+    if extras:
+        package, local = f"'{package}'", f"'{local}'"
+    return f"pip install {package} (from a checkout of ember: pip install {local})"
+
+_loaded = False             # discovery has finished (or is running in the thread holding _load_lock)
+_loading = False
+_load_lock = threading.RLock()
 
 
 def ensure_loaded():
-    """Load the installed plugins (entry points) once per process; later calls do nothing."""
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from . import plugins
-        plugins._autoload()
+    """Load the installed plugins (entry points) once per process; later calls do nothing.
+
+    Thread-safe: a thread that calls this while another is loading waits until loading has finished
+    (it never sees a half-filled registry); a call from inside loading (a plugin's registration) returns."""
+    global _loaded, _loading
+    if _loaded:
+        return
+    with _load_lock:
+        if _loaded or _loading:
+            return
+        _loading = True
+        try:
+            from . import plugins
+            plugins._autoload()
+        finally:
+            _loading = False
+            _loaded = True
 
 
 class DeviceType:
@@ -69,14 +108,14 @@ class DeviceType:
 
 
 def not_available(name: str) -> RuntimeError:
-    """The RuntimeError "device type 'NAME' is not available: pip install PKG" (naming a plugin that failed to load);
+    """The RuntimeError "device type 'NAME' is not available: pip install PKG ..." (``install_advice``; naming a
+    plugin that failed to load);
     returned, not raised.
     """
-    pkg = KNOWN_PACKAGES.get(name, f"ember-{name}")
     from . import plugins
     failed = plugins._failed_for_device(name)
     extra = f" (a plugin for it failed to load: {failed})" if failed else ""
-    return RuntimeError(f"device type '{name}' is not available: pip install {pkg}{extra}")
+    return RuntimeError(f"device type '{name}' is not available: {install_advice(name)}{extra}")
 
 
 def device_type(name: str) -> DeviceType:
@@ -92,34 +131,44 @@ def device_type(name: str) -> DeviceType:
 
 
 # ---------------------------------------------------------------- default device
-_default_stack: list = []
-_default_device = None
+class _DefaultDevice(threading.local):
+    """This thread's default device (per thread, as PyTorch's ``set_default_device`` and ``with device``)."""
+
+    def __init__(self):
+        self.stack = []          # pushed by ``with ember.device(...)``
+        self.device = None       # set by ember.set_default_device
+
+
+_default = _DefaultDevice()
 
 
 def default_device() -> device:
-    """The device factories use when none is given: ``ember.set_default_device``, else cpu."""
-    if _default_stack:
-        return _default_stack[-1]
-    return _default_device or _CPU
+    """The device factories use when none is given in this thread: ``with ember.device(...)``, else
+    ``ember.set_default_device``, else cpu."""
+    d = _default
+    if d.stack:
+        return d.stack[-1]
+    return d.device or _CPU
 
 
 _CPU = device("cpu")
 
 
 def set_default_device(dev) -> None:
-    """Set the device factories use by default (None: back to cpu); the device is canonicalised (index filled in)."""
-    global _default_device
-    _default_device = None if dev is None else canonical_device(dev)
+    """Set the device factories use by default in this thread (None: back to cpu); the device is canonicalised
+    (index filled in)."""
+    _default.device = None if dev is None else canonical_device(dev)
 
 
 def push_default_device(dev):
-    """Push a default device (the with ember.device(...) context); it wins over set_default_device until popped."""
-    _default_stack.append(canonical_device(dev))
+    """Push a default device (the with ember.device(...) context, this thread); it wins over set_default_device
+    until popped."""
+    _default.stack.append(canonical_device(dev))
 
 
 def pop_default_device():
-    """Pop the device pushed last by push_default_device."""
-    _default_stack.pop()
+    """Pop the device pushed last by push_default_device (this thread)."""
+    _default.stack.pop()
 
 
 def canonical_device(dev) -> device:
@@ -186,6 +235,10 @@ class _MissingDeviceModule(types.ModuleType):
 
     def is_initialized(self):
         return False
+
+    def unavailable_reason(self):
+        """Why this device type is not available (no plugin provides it, or it was excluded)."""
+        return str(not_available(self._device_type))
 
     def __getattr__(self, attr):
         if attr.startswith("__"):

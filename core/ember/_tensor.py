@@ -354,6 +354,8 @@ class Tensor:
         """
         if self._requires_grad and _AG.check:
             return _record_view("ViewBackward0", "reshape", Tensor.view, self, *shape)
+        if len(shape) == 1 and shape[0].__class__ is list:      # view([2, 3]), as view((2, 3))
+            shape = tuple(shape[0])
         key = (self._shape, self._stride, shape)
         stride = _VIEW_CACHE.get(key)
         if stride is not None:   # memoised; 2.0 == 2 hashes alike, so the sizes' types are checked
@@ -493,6 +495,13 @@ class Tensor:
                                f"size=[{', '.join(map(str, sizes))}]): the number of sizes provided "
                                f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({n})")
         lead = len(sizes) - n
+        for i, want in enumerate(sizes):
+            if i < lead and want == -1:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, non-existing "
+                                   f"dimension {i}")
+            if want < -1:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {want}: "
+                                   f"[{', '.join(map(str, sizes))}]")
         shape, stride = list(sizes[:lead]), [0] * lead
         for i, (s, st) in enumerate(zip(self._shape, self._stride)):
             want = sizes[lead + i]

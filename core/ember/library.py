@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import threading
 import types
 
 from . import _dispatch, _registry
@@ -46,13 +47,15 @@ class PhiloxState:
     def __init__(self, seed: int):
         self.seed = int(seed) & 0xFFFF_FFFF_FFFF_FFFF
         self.offset = 0
+        self._lock = threading.Lock()
 
     def reserve(self, n: int) -> int:
         """Return the counter offset a kernel drawing ``n`` values starts at, and advance the offset by ``n`` (mod
-        2**64).
+        2**64). Thread-safe: two threads drawing from one generator never get overlapping counters.
         """
-        start = self.offset
-        self.offset = (self.offset + int(n)) & 0xFFFF_FFFF_FFFF_FFFF
+        with self._lock:
+            start = self.offset
+            self.offset = (self.offset + int(n)) & 0xFFFF_FFFF_FFFF_FFFF
         return start
 
     def get_state(self) -> bytes:
@@ -198,19 +201,67 @@ class Registry:
 
     Registrations are staged and take effect together when the hook returns; if the
     hook raises, none of them is kept.
+
+    A plugin registers only what its manifest's ``provides`` declares: device types, layouts
+    and dtypes it names, kernels and fallbacks for those (or for ops it defines). A device
+    type that belongs to another plugin, or a name that would shadow an attribute of
+    ``ember``, is refused with a RuntimeError naming both, so a broken or hostile plugin
+    cannot take over another's device (``ember.plugins.RESERVED_DEVICE_TYPES``: cpu, cuda and
+    opencl belong to ember-cpu, ember-cuda and ember-opencl whatever the load order).
     """
 
-    def __init__(self, plugin: str):
+    def __init__(self, plugin: str, *, provides: dict = None, package: str = None):
         self.plugin = plugin
+        self.provides = provides     # the manifest's provides; None: a Registry made by hand (no checks)
+        self.package = package       # the plugin's top-level package (who may take a reserved device type)
         self._staged = []    # callables that apply a registration and return its undo
         self._undo = []
         self._libraries = []
+
+    # -- what the manifest declares
+    def _declared(self, kind: str) -> set:
+        return set((self.provides or {}).get(kind, ()))
+
+    def _require_declared(self, kind: str, name: str, what: str):
+        if self.provides is not None and name not in self._declared(kind):
+            raise RuntimeError(f"plugin '{self.plugin}' registers {what} '{name}', which its manifest does not "
+                               f"declare (provides['{kind}'] = {sorted(self._declared(kind))}); a plugin may "
+                               f"register only what its manifest declares")
+
+    def _require_unshadowed(self, name: str, what: str):
+        import ember
+        if name in ember.__dict__:
+            raise RuntimeError(f"plugin '{self.plugin}' registers {what} '{name}', which would replace "
+                               f"ember.{name} ({type(ember.__dict__[name]).__name__}); refused")
+
+    def owns_key(self, op_name: str, device, layout, dtypes) -> bool:
+        """Whether this plugin may register a kernel of ``op_name`` at (device, layout, dtypes): the key names
+        a device type, layout or (non-core) dtype its manifest declares, or the op is one it defines."""
+        if self.provides is None:
+            return True
+        if op_name in {n for lib in self._libraries for n in lib._ops}:
+            return True
+        if device is not ANY and device in self._declared("device_types"):
+            return True
+        if layout is not ANY and layout != "strided" and layout in self._declared("layouts"):
+            return True
+        own = self._declared("dtypes") - {d.name for d in ALL_DENSE}
+        return bool(own) and dtypes not in (None, ANY) and all(d.name in own for d in dtypes)
 
     def register_device_type(self, name: str, runtime: DeviceRuntime, *, caching_allocator: bool = True):
         """Add device type ``name`` with its runtime; ``caching_allocator=False`` uses the
         core's non-caching DirectAllocator (host memory)."""
         if not isinstance(runtime, DeviceRuntime):
             raise TypeError(f"register_device_type('{name}'): runtime must be an ember.library.DeviceRuntime")
+        self._require_declared("device_types", name, "device type")
+        from .plugins import RESERVED_DEVICE_TYPES
+        owner_pkg = RESERVED_DEVICE_TYPES.get(name)
+        if owner_pkg is not None and self.provides is not None and self.package != owner_pkg:
+            raise RuntimeError(f"plugin '{self.plugin}' (package {self.package}) registers device type '{name}', "
+                               f"which belongs to plugin '{name}' (package {owner_pkg}); refused")
+        if name in _registry.device_types:
+            raise RuntimeError(f"device type '{name}' is registered twice: by plugin "
+                               f"'{_registry.device_types[name].plugin}' and by plugin '{self.plugin}'")
 
         def apply():
             if name in _registry.device_types:
@@ -234,6 +285,12 @@ class Registry:
     def register_fallback(self, device_type: str, fallback):
         """``fallback(op, args, kwargs)`` runs ops that have no kernel for ``device_type``
         (``ember.library.cpu_fallback`` copies to cpu, runs, copies back)."""
+        if self.provides is not None and device_type not in self._declared("device_types"):
+            owner = _registry.device_types[device_type].plugin if device_type in _registry.device_types else None
+            raise RuntimeError(f"plugin '{self.plugin}' registers a fallback for device type '{device_type}', which "
+                               f"is not its own" + (f" (it belongs to plugin '{owner}')" if owner else "") +
+                               "; refused")
+
         def apply():
             dt = _registry.device_type(device_type) if device_type in _registry.device_types else None
             if dt is None:
@@ -249,6 +306,9 @@ class Registry:
 
     def register_layout(self, name: str) -> _layout_cls:
         """A new layout (``ember.<name>``); returns it."""
+        self._require_declared("layouts", name, "layout")
+        if name not in _registry.layouts:
+            self._require_unshadowed(name, "layout")
         lay = _layout_cls(name)
 
         def apply():
@@ -261,24 +321,32 @@ class Registry:
             def undo():
                 _registry.layouts.pop(name, None)
                 import ember
-                ember.__dict__.pop(name, None)
+                if ember.__dict__.get(name) is lay:      # only what this registration set
+                    del ember.__dict__[name]
             return undo
         self._staged.append(apply)
         return lay
 
     def register_dtype(self, d: _dtype_cls):
         """A new dtype (``ember.<name>``), e.g. ember-quantized's qint8."""
+        self._require_declared("dtypes", d.name, "dtype")
+        self._require_unshadowed(d.name, "dtype")
+
         def apply():
             from . import _dtype
+            if d.name in _dtype._BY_NAME:
+                raise RuntimeError(f"plugin '{self.plugin}' registers dtype '{d.name}', which exists already")
             _dtype._register_dtype(d)
             import ember
             setattr(ember, d.name, d)
 
             def undo():
                 from . import _dtype
-                _dtype._BY_NAME.pop(d.name, None)
+                if _dtype._BY_NAME.get(d.name) is d:
+                    del _dtype._BY_NAME[d.name]
                 import ember
-                ember.__dict__.pop(d.name, None)
+                if ember.__dict__.get(d.name) is d:      # only what this registration set
+                    del ember.__dict__[d.name]
             return undo
         self._staged.append(apply)
 
@@ -380,6 +448,16 @@ class Library:
         if name.split(".")[0] not in self._pending_defs():
             _dispatch.lookup(name)          # ValueError now for an unknown op
         key = _key_args(device, layout, dtypes)
+        if self._registry is not None and priority <= 0 and not self._registry.owns_key(name, *key):
+            dev_owner = _registry.device_types[key[0]].plugin if key[0] in _registry.device_types else None
+            where = ", ".join("any" if k is ANY or k is None else ("/".join(d.name for d in k) if isinstance(k, list)
+                                                                      else str(k)) for k in key)
+            raise RuntimeError(
+                f"plugin '{self._registry.plugin}' may not register a kernel of '{name}' at ({where}): that device "
+                f"type, layout and dtype are not its own" +
+                (f" (device type '{key[0]}' belongs to plugin '{dev_owner}')" if dev_owner else "") +
+                "; a plugin registers kernels for the device types, layouts or dtypes its manifest declares, "
+                "or for ops it defines (an explicit override of another plugin's kernels needs priority > 0)")
         owner = self._registry.plugin if self._registry is not None else self.ns
         self._do(lambda: _dispatch.lookup(name).register(key[0], key[1], key[2], fn, owner, priority))
         return fn

@@ -40,7 +40,7 @@ def test_info_with_a_disabled_plugin_and_no_device_types():
     assert r.returncode == 0, r.stderr
     assert any(line.split()[:2] == ["cpu", "disabled"] for line in r.stdout.splitlines())
     assert "error: excluded by EMBER_PLUGINS / EMBER_DISABLE_PLUGINS" in r.stdout
-    assert "(none: pip install ember-cpu)" in r.stdout
+    assert "(none: the plugin 'cpu' is installed but excluded by EMBER_PLUGINS=no-such-plugin" in r.stdout
 
 
 def test_info_with_autoload_off():

@@ -41,13 +41,14 @@ def run_python(code, env_extra=None):
                           timeout=60)
 
 
-def _plugin(name, *, api="1.0", register=None, info=None, **extra_hooks):
-    """A plugin object named ``name``: a manifest, optionally ``ember_register`` and more hooks."""
+def _plugin(name, *, api="1.0", register=None, info=None, provides=None, **extra_hooks):
+    """A plugin object named ``name``: a manifest (declaring ``provides``), optionally ``ember_register`` and more
+    hooks."""
     ns = {}
 
     def ember_plugin_info(self):
         return info if info is not None else {"name": name, "version": "0.0.1", "api_version": api,
-                                              "provides": {"device_types": []}}
+                                              "provides": provides or {"device_types": []}}
     ns["ember_plugin_info"] = hookimpl(ember_plugin_info)
     if register is not None:
         ns["ember_register"] = hookimpl(lambda self, registry: register(registry))
@@ -119,12 +120,32 @@ def test_ember_disable_plugins_excludes_cpu():
         print("STATUS", p.status, "|", p.error)
     """), {"EMBER_DISABLE_PLUGINS": "cpu"})
     assert r.returncode == 0, r.stderr
-    assert "ERR device type 'cpu' is not available: pip install ember-cpu" in r.stdout
+    # an installed but excluded plugin: the message says so, not "pip install"
+    assert ("ERR device type 'cpu' is not available: the plugin 'cpu' is installed but excluded by "
+            "EMBER_DISABLE_PLUGINS=cpu; change or unset that variable") in r.stdout
+    assert "pip install" not in r.stdout
     assert "STATUS disabled | excluded by EMBER_PLUGINS / EMBER_DISABLE_PLUGINS" in r.stdout
-    # EMBER_PLUGINS naming another plugin disables cpu as well
-    r = run_python("import ember; print([(p.name, p.status) for p in ember.plugins.list()])",
-                   {"EMBER_PLUGINS": "opencl"})
+    # EMBER_PLUGINS naming another plugin disables cpu as well, and the message names that variable
+    r = run_python(textwrap.dedent("""
+        import ember
+        print([(p.name, p.status) for p in ember.plugins.list()])
+        try:
+            ember.zeros(3)
+        except RuntimeError as e:
+            print("ERR", e)
+    """), {"EMBER_PLUGINS": "opencl"})
     assert "('cpu', 'disabled')" in r.stdout
+    assert "installed but excluded by EMBER_PLUGINS=opencl" in r.stdout
+
+
+def test_not_installed_device_names_pip_and_the_checkout_path():
+    """A device type no plugin provides: pip install with the checkout path, while ember is unpublished."""
+    from ember import _registry
+    msg = str(_registry.not_available("npu"))
+    assert msg == ("device type 'npu' is not available: pip install ember-npu "
+                   "(from a checkout of ember: pip install ./plugins/npu)")
+    assert _registry.install_advice("npu", "ember-npu[cpu]") == \
+        "pip install 'ember-npu[cpu]' (from a checkout of ember: pip install './plugins/npu[cpu]')"
 
 
 def test_autoload_off_then_register_by_hand():
@@ -141,7 +162,8 @@ def test_autoload_off_then_register_by_hand():
     """), {"EMBER_PLUGIN_AUTOLOAD": "0"})
     assert r.returncode == 0, r.stderr
     assert "LIST []" in r.stdout
-    assert "ERR device type 'cpu' is not available: pip install ember-cpu" in r.stdout
+    assert ("ERR device type 'cpu' is not available: the plugin 'cpu' is installed but EMBER_PLUGIN_AUTOLOAD=0 "
+            "turns off discovery") in r.stdout
     assert "OK [0.0, 0.0, 0.0] [('ember_cpu', 'loaded', 'manual')]" in r.stdout
 
 
@@ -199,7 +221,8 @@ def test_plugin_raising_in_register_is_skipped_and_rolled_back(plugins):
         registry.register_layout(f"{dev}_layout")
         registry.library("halfway").impl("neg", lambda self, *, out: None, device=dev)
         raise ValueError("vendor SDK missing")
-    err, warns = _load_failing(_plugin(name, register=register), name)
+    err, warns = _load_failing(_plugin(name, register=register, provides={"device_types": [dev],
+                                                                         "layouts": [f"{dev}_layout"]}), name)
     assert f"plugin '{name}'" in str(err) and "registration failed: ValueError: vendor SDK missing" in str(err)
     assert any(f"ember: plugin '{name}' was skipped" in w and "vendor SDK missing" in w for w in warns)
     assert dev not in ember._registry.device_types
@@ -220,7 +243,7 @@ def test_registration_applied_together_only_when_the_hook_returns(plugins):
     def register(registry):
         registry.register_device_type(dev, _NullRuntime())
         seen["during"] = dev in ember._registry.device_types
-    plugins(_plugin(name, register=register), name)
+    plugins(_plugin(name, register=register, provides={"device_types": [dev]}), name)
     assert seen["during"] is False
     assert dev in ember._registry.device_types
     assert _status(name).status == "loaded"
@@ -237,10 +260,10 @@ def test_two_plugins_registering_the_same_key(plugins):
             out.fill_(42)
         return lambda registry: registry.library("clash").impl("exp", kernel, device="cpu",
                                                                dtypes=[ember.float64], priority=priority)
-    # against the cpu plugin's own kernel: refused, naming both owners
+    # at the default priority, a kernel for another plugin's device type is refused, naming both
     err, _ = _load_failing(_plugin(a, register=reg(0)), a)
-    assert "kernel for op 'exp' at key (cpu, strided, float64) is registered twice: by 'cpu' and by " \
-           f"'{a}'" in str(err)
+    assert f"plugin '{a}' may not register a kernel of 'exp' at (cpu, strided, float64)" in str(err)
+    assert "device type 'cpu' belongs to plugin 'cpu'" in str(err)
     assert ember.exp(ember.zeros(1, dtype=ember.float64)).tolist() == [1.0]
     # a higher priority overrides ...
     plugins(_plugin(b, register=reg(5)), b)
@@ -461,7 +484,7 @@ def test_op_with_no_kernel_and_no_fallback_raises_naming_everything(plugins):
         registry.library("bare").impl("fill_", lambda self, value: rt.view(self).fill(value) or self,
                                       device="bare", dtypes=L.ALL_DENSE)
     name = f"bare{next(_names)}"
-    plugins(_plugin(name, register=register), name)
+    plugins(_plugin(name, register=register, provides={"device_types": ["bare"]}), name)
     x = ember.zeros(2, device="bare")
     with pytest.raises(NotImplementedError) as ei:
         x + 1
@@ -473,14 +496,15 @@ def test_op_with_no_kernel_and_no_fallback_raises_naming_everything(plugins):
 
 def test_missing_cuda_device_module():
     # without ember-cuda (disabled here, so this runs where it is installed too): ember.cuda answers as
-    # a CPU-only PyTorch build's torch.cuda does, and everything else names the package to install
+    # a CPU-only PyTorch build's torch.cuda does, and everything else says why (here: excluded)
     r = run_python(textwrap.dedent("""
         import pytest, ember
         assert ember.cuda.is_available() is False
         assert ember.cuda.device_count() == 0
         for call in (lambda: ember.cuda.current_device(), lambda: ember.cuda.memory_allocated(),
                      lambda: ember.zeros(2, device="cuda")):
-            with pytest.raises(RuntimeError, match="device type 'cuda' is not available: pip install ember-cuda"):
+            with pytest.raises(RuntimeError, match="device type 'cuda' is not available: the plugin 'cuda' is "
+                                                   "installed but excluded by EMBER_DISABLE_PLUGINS=cuda"):
                 call()
         with pytest.raises(AttributeError, match="module 'ember' has no attribute 'not_a_device_xyz'"):
             ember.not_a_device_xyz

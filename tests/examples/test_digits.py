@@ -51,7 +51,8 @@ def test_bad_arguments_exit_with_usage():
 
 
 def test_unknown_device_is_a_clear_error():
-    with pytest.raises(RuntimeError, match="device type"):
+    with pytest.raises(SystemExit, match="digits: --device nosuchdevice: device type 'nosuchdevice' is not "
+                                         "available: pip install ember-nosuchdevice"):
         digits.main(["--device", "nosuchdevice", "--epochs", "1", "--no-progress"])
 
 

@@ -13,7 +13,14 @@ _conv         conv2d and its input / weight gradients
 _nn           relu, softmax, log_softmax, nll_loss, im2col / col2im, max pooling, constant_pad_nd, embedding
 _random       rand, randn, randint, randperm, normal, bernoulli, ...
 """
-from . import _copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv  # noqa: F401
+import warnings
+
+# numpy's floating-point RuntimeWarnings from the host conversions here (an overflowing cast in
+# ember.tensor([1e40], dtype=ember.float32)) are not shown: PyTorch gives the same IEEE result silently.
+# The filter matches these modules only; the user's own numpy code keeps its warnings.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\._ops(\.|$)")
+
+from . import _copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv  # noqa: F401,E402
 from . import _quantized  # noqa: F401  (quantized tensors: the ops ember-quantized implements)
 from . import _sparse  # noqa: F401  (sparse_coo_tensor, to_sparse / to_dense: ember-sparse's entry points)
 from ._creation import frombuffer_bytes  # noqa: F401

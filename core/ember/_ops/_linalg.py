@@ -140,6 +140,8 @@ def _matmul_meta(self, other):
     except KeyError:
         pass
     except AttributeError:
+        ck = None
+    if ck is None:
         _check_pair("matmul", self, other)
     device = same_device(self, other)
     shape = _matmul_shape(self, other)
@@ -204,6 +206,8 @@ def _mm_meta(self, mat2):
     except KeyError:
         pass
     except AttributeError:
+        ck = None
+    if ck is None:
         _check_pair("mm", self, mat2, ("input", "mat2"))
     device = same_device(self, mat2)
     if self.dim() != 2:

@@ -207,12 +207,15 @@ def make_binary_meta(opname, rule="promote", *, alpha=False, bool_ok=True, error
                 ck = (self._dtype, other.__class__, self._shape, self._device, self._layout)
             r = cache[ck]
         except KeyError:
+            r = None
+        except AttributeError:      # a non-tensor self: slow() raises the user's error (not chained to this)
+            ck = r = None
+        if r is None:
             r = slow(self, other)
-            if len(cache) > _CACHE_LIMIT:
-                cache.clear()
-            cache[ck] = r
-        except AttributeError:
-            r = slow(self, other)
+            if ck is not None:
+                if len(cache) > _CACHE_LIMIT:
+                    cache.clear()
+                cache[ck] = r
         if alpha != 1:
             _check_alpha(opname, r[3], alpha)
         return r
@@ -271,14 +274,16 @@ def make_unary_meta(opname, rule="same", errors=None):
     def meta(self, *extra):
         try:
             ck = (self._dtype, self._shape, self._device, self._layout)
-            r = cache[ck]
+            return cache[ck]
         except KeyError:
-            r = slow(self)
+            pass
+        except AttributeError:      # a non-tensor: slow() raises the user's error, outside this handler
+            ck = None
+        r = slow(self)
+        if ck is not None:
             if len(cache) > _CACHE_LIMIT:
                 cache.clear()
             cache[ck] = r
-        except AttributeError:
-            r = slow(self)
         return r
 
     return meta

@@ -50,13 +50,15 @@ def _memo(meta):
         try:
             return cache[k]
         except KeyError:
-            r = meta(*args, **kwargs)
+            pass
+        except TypeError:           # unhashable: the uncached path (run outside this handler: no chaining)
+            k = None
+        r = meta(*args, **kwargs)
+        if k is not None:
             if len(cache) > _CACHE_LIMIT:
                 cache.clear()
             cache[k] = r
-            return r
-        except TypeError:
-            return meta(*args, **kwargs)
+        return r
     return m
 
 
@@ -147,12 +149,15 @@ def _relu_meta(self):
     try:
         return _relu_cache[(self._dtype, self._shape, self._device, self._layout)]
     except KeyError:
-        r = _relu_cache[(self._dtype, self._shape, self._device, self._layout)] = _relu_meta_slow(self)
+        cached = True
+    except AttributeError:
+        cached = False
+    r = _relu_meta_slow(self)           # outside the handlers: its errors are not chained to a KeyError
+    if cached:
         if len(_relu_cache) > _CACHE_LIMIT:
             _relu_cache.clear()
-        return r
-    except AttributeError:
-        return _relu_meta_slow(self)
+        _relu_cache[(self._dtype, self._shape, self._device, self._layout)] = r
+    return r
 
 
 def _relu_composite(self, *, out):

@@ -38,7 +38,7 @@ _new = object.__new__
 QDTYPES = {"qint8": ("int8", -128, 127), "quint8": ("uint8", 0, 255), "qint32": ("int32", -2 ** 31, 2 ** 31 - 1)}
 
 _MISSING = ("the quantized dtypes (qint8, quint8, qint32) and their kernels come from the ember-quantized plugin, "
-            "which is not {why}: pip install ember-quantized")
+            "which is not {why}: {advice}")
 
 
 class qscheme:
@@ -184,7 +184,7 @@ def _need_plugin(op):
     if "qint8" not in D._BY_NAME:
         from .. import plugins
         why = "loaded" if any(p.name == "quantized" for p in plugins.list()) else "installed or is disabled"
-        raise NotImplementedError(f"{op}: " + _MISSING.format(why=why))
+        raise NotImplementedError(f"{op}: " + _MISSING.format(why=why, advice=_registry.install_advice("quantized")))
 
 
 def _check_qdtype(dtype):

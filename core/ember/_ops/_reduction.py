@@ -47,13 +47,15 @@ def _memo(meta):
                  tuple((a.__class__, a) for a in args), tuple((n, v.__class__, v) for n, v in kwargs.items()))
             return cache[k]
         except KeyError:
-            r = meta(self, *args, **kwargs)
+            pass
+        except (TypeError, AttributeError):    # an unhashable argument (a list of dims) or a non-tensor
+            k = None
+        r = meta(self, *args, **kwargs)        # outside the handlers: its errors are not chained to them
+        if k is not None:
             if len(cache) > _CACHE_LIMIT:
                 cache.clear()
             cache[k] = r
-            return r
-        except (TypeError, AttributeError):    # an unhashable argument (a list of dims) or a non-tensor
-            return meta(self, *args, **kwargs)
+        return r
     return m
 
 

@@ -20,10 +20,10 @@ def require_sparse(what: str):
     lay = _registry.layouts.get("sparse_coo")
     if lay is None:
         from .. import plugins
-        failed = [p for p in plugins.list() if p.name == "sparse" and p.status != "loaded"]
+        failed = [p for p in plugins.list() if p.name == "sparse" and p.status == "failed"]
         why = f" (plugin 'sparse' did not load: {failed[0].error})" if failed and failed[0].error else ""
         raise RuntimeError(f"{what}: the sparse COO layout (ember.sparse_coo) is not available: "
-                           f"pip install ember-sparse{why}")
+                           f"{_registry.install_advice('sparse')}{why}")
     return lay
 
 

@@ -8,7 +8,7 @@ as PyTorch does), and the view's own ``grad_fn`` is regenerated from the base.
 """
 from __future__ import annotations
 
-from .._grad_state import STATE, mark_requires_grad
+from .._grad_state import BELOW, STATE, mark_requires_grad
 from .._tensor import Tensor
 from ._formula import FormulaNode, NotImplementedNode
 from .function import BackwardCFunction
@@ -23,12 +23,8 @@ def _differentiable(t):
 
 def _below(fn, kwargs):
     """Run ``fn`` with recording off (the layers below autograd)."""
-    prev = STATE.check
-    STATE.check = False
-    try:
+    with BELOW:
         return fn(**kwargs)
-    finally:
-        STATE.check = prev
 
 
 def _build_node(op, kwargs, outputs, self_edge=None, saved_self=None):
@@ -332,12 +328,8 @@ def _permutation(name, self, out, args):
 
 def record_view(name, kind, orig, self, args, kwargs):
     """Run view op ``orig`` below autograd and record its ViewNode."""
-    prev = STATE.check
-    STATE.check = False
-    try:
+    with BELOW:
         out = orig(self, *args, **kwargs)
-    finally:
-        STATE.check = prev
     if out._dtype is not self._dtype:
         return out                      # view(dtype): not differentiable
     if out._storage is not self._storage:

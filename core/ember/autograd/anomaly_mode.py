@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import warnings
 
-from .._grad_state import STATE
+from .._grad_state import STATE, set_anomaly
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
 
@@ -34,10 +34,10 @@ class detect_anomaly:
 
     def __enter__(self):
         self.prev = (STATE.anomaly, STATE.anomaly_check_nan)
-        STATE.anomaly, STATE.anomaly_check_nan = True, self.check_nan
+        set_anomaly(True, self.check_nan)
 
     def __exit__(self, *exc):
-        STATE.anomaly, STATE.anomaly_check_nan = self.prev
+        set_anomaly(*self.prev)
 
     def __call__(self, fn):
         import functools
@@ -45,11 +45,11 @@ class detect_anomaly:
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             prev = (STATE.anomaly, STATE.anomaly_check_nan)
-            STATE.anomaly, STATE.anomaly_check_nan = True, self.check_nan
+            set_anomaly(True, self.check_nan)
             try:
                 return fn(*args, **kwargs)
             finally:
-                STATE.anomaly, STATE.anomaly_check_nan = prev
+                set_anomaly(*prev)
         return wrapper
 
 
@@ -58,10 +58,10 @@ class set_detect_anomaly:
 
     def __init__(self, mode: bool, check_nan: bool = True):
         self.prev = (STATE.anomaly, STATE.anomaly_check_nan)
-        STATE.anomaly, STATE.anomaly_check_nan = bool(mode), bool(check_nan)
+        set_anomaly(mode, check_nan)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        STATE.anomaly, STATE.anomaly_check_nan = self.prev
+        set_anomaly(*self.prev)

@@ -176,7 +176,7 @@ class Function(metaclass=_FunctionMeta):
         node.needs_input_grad = tuple(isinstance(a, Tensor) and record and a._requires_grad for a in args)
         node._tensor_positions = positions
         node._input_meta = [(args[i]._shape, args[i]._dtype) for i in positions]
-        prev_enabled, prev_check = STATE.enabled, STATE.check
+        prev_enabled = STATE.enabled
         STATE.enabled = False
         STATE.update()
         try:
@@ -187,7 +187,7 @@ class Function(metaclass=_FunctionMeta):
                 cls.setup_context(node, args, result)
         finally:
             STATE.enabled = prev_enabled
-            STATE.check = prev_check
+            STATE.update()
         if not record:
             return result
         return _wrap_outputs(node, args, result)

@@ -2,7 +2,8 @@
 ``is_grad_enabled`` (matches torch.autograd.grad_mode). Each works as a context manager
 and as a decorator (of functions and generator functions).
 
-Grad mode is process-wide in ember (PyTorch keeps it per thread).
+Grad mode and inference mode are per thread, as in PyTorch: a ``no_grad()`` in one thread (including the
+one inside ``optimizer.step()``) does not affect another, and a new thread starts with grad mode on.
 """
 from __future__ import annotations
 

@@ -389,8 +389,8 @@ def backend_entry(name: str) -> _Entry:
     try:
         return _backends[name]
     except KeyError:
-        hint = f" (the '{name}' backend comes with {_PROVIDERS[name]}: pip install {_PROVIDERS[name]})" \
-            if name in _PROVIDERS else ""
+        hint = f" (the '{name}' backend comes with {_PROVIDERS[name]}: " \
+               f"{_registry.install_advice(_PROVIDERS[name][len('ember-'):])})" if name in _PROVIDERS else ""
         raise ValueError(f"Invalid backend: '{name}'; registered collective backends: "
                          f"{', '.join(sorted(_backends)) or 'none'}{hint}") from None
 

@@ -256,11 +256,26 @@ def parse_args(argv=None):
     return args
 
 
+def usable_device(name: str):
+    """``ember.device(name)`` after checking that its type is installed and has a usable device; SystemExit
+    with one line (the device module's ``unavailable_reason()`` where it has one) otherwise."""
+    try:
+        device = ember.device(name)
+        module = getattr(ember, device.type, None)
+        if module is not None and hasattr(module, "is_available") and not module.is_available():
+            why = getattr(module, "unavailable_reason", lambda: None)() or "no device of this type was found"
+            raise SystemExit(f"digits: --device {name} is not available: {why}")
+        ember.empty(0, device=device)              # installed, and the index exists (else: what to do)
+    except (RuntimeError, ValueError) as e:
+        raise SystemExit(f"digits: --device {name}: {e}") from None
+    return device
+
+
 def main(argv=None) -> dict:
     """Run the main job as the command line says: train, evaluate on the held-out split, optionally save and
     verify a checkpoint, plot, quantize or train distributed; returns the results (test accuracy, ...)."""
     args = parse_args(argv)
-    device = ember.device(args.device)
+    device = usable_device(args.device)
     ember.manual_seed(args.seed)
     data = load_digits_split(args.seed, device=device)
     model = build_model(args.model).to(device)

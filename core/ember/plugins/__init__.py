@@ -52,7 +52,11 @@ class PluginInfo:
 
 _pm = None
 _plugins: dict = {}       # name -> PluginInfo
+_dropped: list = []       # PluginInfo of entry points skipped for a duplicate name
 _undo: dict = {}          # name -> rollback callables of a loaded plugin
+
+#: device types only one package may register (a plugin that loads earlier cannot take them)
+RESERVED_DEVICE_TYPES = {"cpu": "ember_cpu", "cuda": "ember_cuda", "opencl": "ember_opencl"}
 
 
 def _manager() -> pluggy.PluginManager:
@@ -68,28 +72,56 @@ def _env_list(name):
     return {x.strip() for x in v.split(",") if x.strip()}
 
 
+def _package(value: str) -> str:
+    """The top-level package of an entry point's value ("ember_cpu" of "ember_cpu" or "ember_cpu.x:obj")."""
+    return value.split(":")[0].split(".")[0].strip()
+
+
+def _source(ep) -> str:
+    return f"entry point {ep.value}" + (f" ({ep.dist.name} {ep.dist.version})" if ep.dist else "")
+
+
+def _choose(eps):
+    """One entry point per name. Where several share a name (a stale distribution beside the real one), the
+    package that owns a reserved device type of that name wins, else the first; the others are reported."""
+    by_name = {}
+    for ep in eps:
+        by_name.setdefault(ep.name, []).append(ep)
+    chosen, dropped = [], []
+    for name, group in by_name.items():
+        owner = RESERVED_DEVICE_TYPES.get(name)
+        best = next((ep for ep in group if owner and _package(ep.value) == owner), group[0])
+        chosen.append(best)
+        dropped += [(ep, best) for ep in group if ep is not best]
+    return chosen, dropped
+
+
 def _autoload():
     """Discover plugins through entry points (once), honouring the environment variables."""
     if os.environ.get("EMBER_PLUGIN_AUTOLOAD", "1").strip().lower() in ("0", "false", "no", "off"):
         return
     only, disabled = _env_list("EMBER_PLUGINS"), _env_list("EMBER_DISABLE_PLUGINS")
-    seen = set()
-    for ep in importlib.metadata.entry_points(group="ember.plugins"):
-        if ep.name in seen:
-            continue
-        seen.add(ep.name)
-        source = f"entry point {ep.value}" + (f" ({ep.dist.name} {ep.dist.version})" if ep.dist else "")
+    chosen, dropped = _choose(importlib.metadata.entry_points(group="ember.plugins"))
+    for ep, best in dropped:
+        msg = (f"plugin '{ep.name}': {_source(ep)} was skipped: another entry point has the same name "
+               f"({_source(best)}), and that one is loaded; uninstall the stale distribution")
+        _dropped.append(PluginInfo(ep.name, "failed", source=_source(ep), error=msg))
+        warnings.warn(f"ember: {msg}", RuntimeWarning, stacklevel=3)
+    for ep in chosen:
+        source = _source(ep)
         if (only and ep.name not in only) or ep.name in disabled:
             _plugins[ep.name] = PluginInfo(ep.name, "disabled", source=source,
                                            error="excluded by EMBER_PLUGINS / EMBER_DISABLE_PLUGINS")
             continue
         try:
             obj = ep.load()
-        except Exception as e:  # noqa: BLE001 - any import failure must not break ember
+        except BaseException as e:  # noqa: BLE001 - any import failure (sys.exit() too) must not break ember
+            if isinstance(e, KeyboardInterrupt):
+                raise
             _fail(ep.name, source, f"import failed: {type(e).__name__}: {e}")
             continue
         try:
-            _load(obj, ep.name, source)
+            _load(obj, ep.name, source, package=_package(ep.value))
         except PluginError:
             pass  # already reported as a warning
 
@@ -111,7 +143,30 @@ def _check_api(name, api):
                           f"plugin built for API {API_VERSION[0]}.x")
 
 
-def _load(obj, name, source):
+def _manifest_provides(name, info) -> dict:
+    """The manifest's ``provides`` checked: a dict whose device_types / layouts / dtypes / ops are lists of
+    names; PluginError naming the plugin otherwise."""
+    provides = info.get("provides", {})
+    if provides is None:
+        provides = {}
+    if not isinstance(provides, dict):
+        raise PluginError(f"plugin '{name}': its manifest's 'provides' must be a dict such as "
+                          f"{{'device_types': ['mydev']}}, got {type(provides).__name__} {provides!r:.80}")
+    for key in ("device_types", "layouts", "dtypes", "ops"):
+        v = provides.get(key, [])
+        if not isinstance(v, (_list, tuple)) or not all(isinstance(x, str) for x in v):
+            raise PluginError(f"plugin '{name}': its manifest's provides['{key}'] must be a list of names, "
+                              f"got {v!r:.80}")
+    return {k: _list(v) if isinstance(v, (_list, tuple)) else v for k, v in provides.items()}
+
+
+def _object_package(obj) -> str:
+    """The top-level package a plugin object comes from (its module's, for a module)."""
+    mod = getattr(obj, "__name__", None) if isinstance(obj, type(os)) else type(obj).__module__
+    return (mod or "").split(".")[0]
+
+
+def _load(obj, name, source, package=None):
     """Validate, register and run one plugin; all-or-nothing."""
     from ..library import Registry
     pm = _manager()
@@ -137,24 +192,26 @@ def _load(obj, name, source):
             raise PluginError(f"plugin '{name}': ember_plugin_info() must return a dict with 'name', 'version' "
                               f"and 'api_version', got {info!r}")
         _check_api(name, info["api_version"])
-        registry = Registry(name)
+        provides = _manifest_provides(name, info)
+        registry = Registry(name, provides=provides, package=package or _object_package(obj))
         for impl in pm.hook.ember_register.get_hookimpls():
             if impl.plugin is obj:
                 try:
                     impl.function(registry=registry)
-                except Exception:
+                except BaseException:
                     registry._rollback()
                     raise
         registry._commit()
-    except Exception as e:  # noqa: BLE001 - a failing plugin is skipped, never fatal
+    except BaseException as e:  # noqa: BLE001 - a failing plugin (sys.exit() too) is skipped, never fatal
+        if isinstance(e, KeyboardInterrupt):
+            raise
         pm.unregister(obj)
         err = str(e) if isinstance(e, PluginError) else f"registration failed: {type(e).__name__}: {e}"
         _fail(name, source, err)
         raise PluginError(err if isinstance(e, PluginError) else f"plugin '{name}': {err}") from e
     _undo[name] = registry
     _plugins[name] = PluginInfo(name, "loaded", version=str(info.get("version", "")),
-                                api_version=str(info["api_version"]), source=source,
-                                provides=dict(info.get("provides", {})))
+                                api_version=str(info["api_version"]), source=source, provides=provides)
 
 
 def _validate_arguments(pm, obj, name):
@@ -229,7 +286,12 @@ def unregister(name):
 def list():  # noqa: A001 - the documented name
     """Every plugin found: loaded, failed (with the error) or disabled, as ``PluginInfo``."""
     ensure_loaded()
-    return _list(_plugins.values())
+    return _list(_plugins.values()) + _list(_dropped)
+
+
+def _installed_entry_point(name) -> bool:
+    """Whether an entry point ``name`` of the group ``ember.plugins`` is installed (loaded or not)."""
+    return any(ep.name == name for ep in importlib.metadata.entry_points(group="ember.plugins"))
 
 
 def _failed_for_device(device_type):

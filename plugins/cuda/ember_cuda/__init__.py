@@ -36,9 +36,15 @@ def ember_plugin_info():
         "name": "cuda",
         "version": __version__,
         "api_version": f"{API_VERSION[0]}.{API_VERSION[1]}",
-        "provides": {"device_types": ["cuda"], "layouts": ["strided"], "dtypes": list(DTYPES)},
+        "provides": {"device_types": ["cuda"] + (["cuda_emu"] if _emulate() else []), "layouts": ["strided"],
+                     "dtypes": list(DTYPES)},
         "conformance_xfails": "conformance_xfails.txt",
     }
+
+
+def _emulate() -> bool:
+    """EMBER_CUDA_EMULATE=1: also the device type cuda_emu (ember-cuda's kernels on numpy, for testing without a GPU)."""
+    return os.environ.get("EMBER_CUDA_EMULATE", "").strip() == "1"
 
 
 def _cupy_backend():
@@ -66,7 +72,7 @@ def ember_register(registry):
     kernels.register(registry.library("ember_cuda"), "cuda", _cupy_backend)
     # ember.distributed's "nccl" backend (cupy.cuda.nccl), imported when a process group uses it
     registry.register_collective_backend("nccl", _nccl_create, devices=["cuda"], is_available=_nccl_available)
-    if os.environ.get("EMBER_CUDA_EMULATE", "").strip() == "1":
+    if _emulate():
         # testing without a GPU: also the device type "cuda_emu" (these kernels on numpy; see _emulation.py),
         # so that `EMBER_CUDA_EMULATE=1 ember conformance cuda_emu` runs from the command line
         from . import _emulation

@@ -1,6 +1,9 @@
-"""ember-opencl: the "opencl" device type on pyopencl (any OpenCL platform; PoCL on CPU-only machines).
+"""ember-opencl: the "opencl" device type on pyopencl (any OpenCL platform; on CPU-only machines PoCL or
+Intel's CPU runtime, whichever can build kernels on this CPU).
 
-- ``_runtime.py``  - devices across platforms, raw ``cl.Buffer`` memory, host transfers, Philox state;
+- ``_icd.py``      - makes pip-installed runtimes (Intel's) visible to pyopencl's ICD loader, at import;
+- ``_runtime.py``  - discovery (every device probed with a trivial kernel, one CPU platform chosen), raw
+                     ``cl.Buffer`` memory, host transfers, Philox state;
 - ``_codegen.py``  - the shared kernel machinery: C types, strided addressing, build cache, launch;
 - ``kernels/``     - the primitive set in OpenCL C (copy, elementwise, reduce, linalg, index, random);
 - this file        - the manifest and the registration hook.
@@ -12,7 +15,8 @@ needs a precision its device lacks raises RuntimeError naming the kernel, the de
 missing extension. Nothing is opened, compiled or allocated at registration: devices are
 enumerated when first asked for, contexts and queues created on first use.
 
-Environment: ``EMBER_OPENCL_PLATFORM=<substring>`` keeps only matching platforms.
+Environment: ``EMBER_OPENCL_PLATFORM=<substring>`` keeps only matching platforms (``intel``, ``pocl``,
+or any part of a platform's name). docs/opencl.md: runtimes tested, selection, failure modes.
 """
 from __future__ import annotations
 
@@ -20,6 +24,11 @@ import importlib
 import warnings
 
 from ember.plugins import hookimpl, API_VERSION
+
+from . import _icd
+
+# before anything lists OpenCL platforms (pyopencl's loader reads OCL_ICD_VENDORS once)
+_icd.expose_installed_runtimes()
 
 __version__ = "0.1.0"
 

@@ -64,7 +64,7 @@ import numpy as np
 __all__ = ["CTYPES", "ctype", "np_ctype", "scalar", "i64", "shape_params", "shape_args", "tensor_params",
            "tensor_args", "unravel", "offset", "load", "store", "inner_class", "loop",
            "loop_grid", "launch_loop", "collapse", "build", "launch", "state_of", "buffer",
-           "FP64_PRAGMA"]
+           "work_group_limits", "FP64_PRAGMA"]
 
 # ember dtype name -> OpenCL C type (bool is stored as one byte, 0 or 1)
 CTYPES = {
@@ -304,8 +304,11 @@ def build(state, source: str, name: str):
             log = "\n".join(str(x[1]) if isinstance(x, tuple) else str(x) for x in log)
         hint = ("\n(the device does not report cl_khr_fp16: float16 can only be loaded and stored, with "
                 "vload_half / vstore_half_rte)") if uses_half and not state.fp16 else ""
-        raise RuntimeError(f"ember-opencl: building OpenCL kernel '{name}' failed on {state.label}:\n"
-                           f"{log.strip()}{hint}") from None
+        raise RuntimeError(f"ember-opencl: building OpenCL kernel '{name}' failed on {state.label} "
+                           f"('{state.device.name.strip()}', runtime {getattr(state, 'runtime_label', '?')}):\n"
+                           f"{log.strip()}{hint}\nThe runtime passed ember's probe but cannot build this kernel; "
+                           f"another runtime may (EMBER_OPENCL_PLATFORM=intel or =pocl selects one; pip install "
+                           f"'ember-opencl[cpu]' brings both), or report it with the log above") from None
     except AttributeError:
         names = _KERNEL_NAME.findall(source)
         raise RuntimeError(f"ember-opencl: kernel '{name}' is not in its source (it defines "
@@ -360,3 +363,27 @@ def launch(state, kernel, global_size, args, local_size=None):
     gs = tuple(int(g) for g in gs)
     kernel.set_args(*args)
     return cl.enqueue_nd_range_kernel(state.queue, kernel, gs, ls)
+
+
+def work_group_limits(state, kernel, local_bytes_per_item: int = 0):
+    """``(most work items per group, preferred multiple)`` for ``kernel`` on ``state``'s device, from what the
+    runtime reports - never from constants tuned on one runtime.
+
+    The most is CL_KERNEL_WORK_GROUP_SIZE (CL_DEVICE_MAX_WORK_GROUP_SIZE where the runtime does not answer),
+    lowered so that ``local_bytes_per_item`` bytes of ``__local`` memory per work item fit in
+    CL_DEVICE_LOCAL_MEM_SIZE beside what the kernel itself declares (CL_KERNEL_LOCAL_MEM_SIZE); at least 1.
+    The multiple is CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE (1 where the runtime does not answer).
+    pyopencl caches the answers per kernel and device.
+    """
+    import pyopencl as cl
+
+    def info(what):
+        try:
+            return int(kernel.get_work_group_info(getattr(cl.kernel_work_group_info, what), state.device))
+        except Exception:  # noqa: BLE001 - an optional query (cl.Error, or a stand-in device in tests)
+            return None
+    most = min(int(state.max_work_group_size), info("WORK_GROUP_SIZE") or int(state.max_work_group_size))
+    if local_bytes_per_item:
+        free = int(state.local_mem_size) - (info("LOCAL_MEM_SIZE") or 0)
+        most = min(most, free // local_bytes_per_item)
+    return max(1, most), max(1, info("PREFERRED_WORK_GROUP_SIZE_MULTIPLE") or 1)

@@ -1,12 +1,15 @@
 """The ember-opencl runtime: devices, raw memory, host transfers, random state.
 
-Devices are every OpenCL device of every platform, in platform order: ``opencl:0``,
-``opencl:1``, ... (``EMBER_OPENCL_PLATFORM=<substring>`` keeps only platforms whose name
-contains it). Nothing is opened when the plugin registers: the platform list is read on the
-first call that needs it, and each device's context and in-order command queue
-(``DeviceState``) are created on first use. With no platform (or no pyopencl) the runtime
-reports ``device_count() == 0``, ``is_available() is False``, and
-``ember.opencl.unavailable_reason()`` says why.
+Devices: ``_enumerate`` lists every platform (after ``_icd`` made pip-installed runtimes
+visible to the ICD loader), keeps those ``EMBER_OPENCL_PLATFORM=<substring>`` selects, and
+*probes* each candidate device: a trivial kernel is built and run on it, once per process, and
+only a device that passes counts. Non-CPU devices come first (``opencl:0``, ``opencl:1``, ...
+in platform order), then the CPU through one platform: the first in ``CPU_PREFERENCE`` that
+passes (the same CPU is never exposed twice). Discovery runs on the first call that needs it;
+the probe's context and queue become the device's ``DeviceState``. With no usable device the
+runtime reports ``device_count() == 0``, ``is_available() is False``, and
+``ember.opencl.unavailable_reason()`` gives the runtime's own message and the fix;
+``ember info`` lists every platform and device with its probe result (``info_lines``).
 
 Memory: the raw allocator hands out one ``cl.Buffer`` per allocation (the storage's handle)
 under the core's ``CachingAllocator``; views address it through their storage offset, which
@@ -22,6 +25,8 @@ contiguous device temporary and the copy kernel.
 from __future__ import annotations
 
 import os
+import time
+import warnings
 
 import numpy as np
 
@@ -31,13 +36,16 @@ from ember.library import DeviceRuntime, PhiloxState
 class DeviceState:
     """One OpenCL device in use: its context, in-order queue and compiled-kernel cache."""
 
-    def __init__(self, index: int, device):
+    def __init__(self, index: int, device, platform=None, context=None, queue=None):
         import pyopencl as cl
         self.index = index
         self.label = f"opencl:{index}"
         self.device = device
-        self.context = cl.Context([device])
-        self.queue = cl.CommandQueue(self.context, device)      # in-order: kernels run in launch order
+        self.platform = platform if platform is not None else device.platform
+        self.runtime_label = platform_label(self.platform)
+        self.context = context if context is not None else cl.Context([device])
+        # in-order: kernels run in launch order
+        self.queue = queue if queue is not None else cl.CommandQueue(self.context, device)
         exts = device.extensions.split()
         self.fp64 = "cl_khr_fp64" in exts
         self.fp16 = "cl_khr_fp16" in exts
@@ -52,12 +60,102 @@ class DeviceState:
         return f"DeviceState({self.label}, {self.device.name!r})"
 
 
-def _enumerate():
-    """[(platform, device)] of every OpenCL device, and the reason when there is none."""
+#: CPU platforms in order of preference when several work (see docs/opencl.md for the measurements)
+CPU_PREFERENCE = ("pocl", "intel")
+#: install advice for a machine without a working CPU OpenCL platform
+FIX = ("pip install 'ember-opencl[cpu]' (from a checkout: pip install './plugins/opencl[cpu]'), which brings "
+       "PoCL and Intel's CPU runtime (it runs on any x86-64 CPU); select a platform with "
+       "EMBER_OPENCL_PLATFORM=<name>, or turn the plugin off with EMBER_DISABLE_PLUGINS=opencl")
+#: the probe: a trivial kernel built and run on every candidate device before it counts as available
+PROBE_SOURCE = """__kernel void ember_probe(__global int* a) {
+    int i = get_global_id(0); a[i] = 3 * i + 1;
+}"""
+
+
+def platform_alias(platform) -> str:
+    """A short name for a platform: "intel" (Intel's CPU runtime), "pocl", or its lower-cased name."""
+    name = platform.name.strip()
+    if "Portable Computing Language" in name or "pocl" in platform.vendor.lower():
+        return "pocl"
+    if name.startswith("Intel(R) OpenCL") and "Graphics" not in name and "FPGA" not in name:
+        return "intel"
+    return name.lower()
+
+
+def platform_label(platform) -> str:
+    """``'NAME' (VERSION)`` of a platform, for reports."""
+    return f"'{platform.name.strip()}' ({platform.version.strip()})"
+
+
+def _matches(platform, want: str) -> bool:
+    """Whether EMBER_OPENCL_PLATFORM=``want`` (a substring, case-insensitive) selects ``platform``."""
+    hay = f"{platform.name} {platform.vendor} {platform_alias(platform)}".lower()
+    return want in hay
+
+
+def probe(device):
+    """Build and run ``PROBE_SOURCE`` on ``device``: ``(context, queue)`` when it works, else raise
+    RuntimeError with the runtime's own message (the first lines of the build log)."""
+    import pyopencl as cl
+    try:
+        ctx = cl.Context([device])
+        queue = cl.CommandQueue(ctx, device)
+        try:
+            with warnings.catch_warnings():       # a runtime's informational build log is not news here
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                prg = cl.Program(ctx, PROBE_SOURCE).build()
+        except cl.Error as e:
+            log = getattr(e, "build_log", None) or str(e)
+            if not isinstance(log, str):
+                log = "\n".join(str(x[1]) if isinstance(x, tuple) else str(x) for x in log)
+            lines = [ln.strip() for ln in log.strip().splitlines() if ln.strip()]
+            raise RuntimeError("building a trivial kernel failed: " + " | ".join(lines[:6])) from None
+        buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
+        prg.ember_probe(queue, (4,), None, buf)
+        out = np.zeros(4, np.int32)
+        cl.enqueue_copy(queue, out, buf, is_blocking=True)
+        buf.release()
+    except RuntimeError:
+        raise
+    except Exception as e:  # noqa: BLE001 - cl.Error, driver faults: all mean "not usable"
+        raise RuntimeError(f"{type(e).__name__}: {e}") from None
+    if out.tolist() != [1, 4, 7, 10]:
+        raise RuntimeError(f"a trivial kernel gave wrong results ({out.tolist()} instead of [1, 4, 7, 10])")
+    return ctx, queue
+
+
+class DeviceReport:
+    """What discovery found out about one device (or a platform without devices), for ``ember info``."""
+
+    def __init__(self, platform, device, status, detail="", seconds=0.0):
+        self.platform, self.device, self.status, self.detail, self.seconds = platform, device, status, detail, seconds
+
+    def line(self) -> str:
+        """One line: platform, device, status, detail (and the probe time)."""
+        dev = f"'{self.device.name.strip()}'" if self.device is not None else "(no device)"
+        t = f" (probe {self.seconds * 1000:.0f} ms)" if self.seconds else ""
+        return f"{platform_label(self.platform)} {dev}: {self.status}{t}" + (f" - {self.detail}" if self.detail else "")
+
+
+def _is_cpu(device) -> bool:
+    import pyopencl as cl
+    return bool(device.type & cl.device_type.CPU)
+
+
+def _enumerate(probe_fn=None):
+    """Discover, probe and select the devices ember uses.
+
+    Returns ``(devices, reason, reports, probed)``: ``[(platform, device)]`` in use (ordered: non-CPU
+    devices in platform order, then the CPU platform chosen), the reason when there is none, a
+    ``DeviceReport`` per device seen, and ``{device.int_ptr: (context, queue)}`` from the probes."""
+    from . import _icd
+    probe_fn = probe_fn or probe
+    exposed = _icd.expose_installed_runtimes()
+    problems = [f"{n}: {why}" for n, why in exposed.problems]
     try:
         import pyopencl as cl
     except Exception as e:  # noqa: BLE001 - a broken install must not break ember
-        return [], f"pyopencl cannot be imported ({type(e).__name__}: {e}); pip install 'ember-opencl[pocl]'"
+        return [], f"pyopencl cannot be imported ({type(e).__name__}: {e}); {FIX}", [], {}
     try:
         platforms = cl.get_platforms()
     except Exception as e:  # noqa: BLE001 - e.g. cl.LogicError PLATFORM_NOT_FOUND_KHR
@@ -65,22 +163,61 @@ def _enumerate():
     else:
         err = None
     want = os.environ.get("EMBER_OPENCL_PLATFORM", "").strip().lower()
-    found = []
+    reports, seen, kept = [], set(), []
     for p in platforms:
-        if want and want not in p.name.lower():
+        key = (p.name.strip(), p.version.strip(), p.vendor.strip())
+        if key in seen:                 # the same runtime listed twice (two ICD files naming it)
             continue
+        seen.add(key)
         try:
-            found.extend((p, d) for d in p.get_devices())
-        except Exception:  # noqa: BLE001 - a platform without devices
+            devs = p.get_devices()
+        except Exception as e:  # noqa: BLE001 - a platform without devices
+            reports.append(DeviceReport(p, None, "no devices", f"{type(e).__name__}: {e}"))
             continue
-    if found:
-        return found, None
-    if err or not platforms:
-        return [], ("no OpenCL platform found" + (f" ({err})" if err else "") +
-                    "; install an ICD (e.g. pip install pocl-binary-distribution, or your GPU vendor's driver)")
-    names = ", ".join(repr(p.name) for p in platforms)
-    return [], (f"no OpenCL device on the platforms {names}" +
-                (f" matching EMBER_OPENCL_PLATFORM={want!r}" if want else ""))
+        if want and not _matches(p, want):
+            reports.extend(DeviceReport(p, d, "not used", f"EMBER_OPENCL_PLATFORM={want!r} selects another "
+                                                           f"platform") for d in devs)
+            continue
+        kept.append((p, devs))
+    # non-CPU platforms in their order, then CPU platforms in order of preference
+    def rank(item):
+        p, devs = item
+        cpu = all(_is_cpu(d) for d in devs)
+        alias = platform_alias(p)
+        return (cpu, CPU_PREFERENCE.index(alias) if cpu and alias in CPU_PREFERENCE else len(CPU_PREFERENCE))
+    kept.sort(key=rank)
+    used, probed, cpu_chosen = [], {}, None
+    for p, devs in kept:
+        for d in devs:
+            if _is_cpu(d) and cpu_chosen is not None and cpu_chosen is not p:
+                reports.append(DeviceReport(p, d, "not used", f"the CPU is already used through "
+                                                              f"{platform_label(cpu_chosen)}; "
+                                                              f"EMBER_OPENCL_PLATFORM={platform_alias(p)} selects this one"))
+                continue
+            t0 = time.perf_counter()
+            try:
+                probed[d.int_ptr] = probe_fn(d)
+            except Exception as e:  # noqa: BLE001 - any failure means the device is not usable
+                reports.append(DeviceReport(p, d, "failed the probe", str(e), time.perf_counter() - t0))
+                continue
+            reports.append(DeviceReport(p, d, "available", "", time.perf_counter() - t0))
+            used.append((p, d))
+            if _is_cpu(d):
+                cpu_chosen = p
+    if used:
+        return used, None, reports, probed
+    if not platforms:
+        why = "no OpenCL platform found" + (f" ({err})" if err else "")
+    elif not kept:
+        names = ", ".join(platform_label(p) for p in platforms)
+        why = f"no OpenCL platform matches EMBER_OPENCL_PLATFORM={want!r} (platforms: {names})"
+    else:
+        failed = [r for r in reports if r.status in ("failed the probe", "no devices")]
+        why = "no usable OpenCL device: " + "; ".join(r.line() for r in failed) if failed else \
+            "no OpenCL device on the platforms " + ", ".join(platform_label(p) for p, _ in kept)
+    if problems:
+        why += " (installed but unusable: " + "; ".join(problems) + ")"
+    return [], f"{why}. Fix: {FIX}", reports, probed
 
 
 class OpenCLRuntime(DeviceRuntime):
@@ -91,18 +228,41 @@ class OpenCLRuntime(DeviceRuntime):
     host_memory = False          # tensor.numpy() refuses, as for cuda: the memory is on the device
     services = frozenset()       # no streams / events / pinned memory: nothing declared that does not work
 
-    def __init__(self):
-        self._devices = None     # [(platform, device)], read on first need
+    def __init__(self, probe_fn=None):
+        self._devices = None     # [(platform, device)] in use, found on first need
         self._reason = None
+        self._reports = []       # DeviceReport per device seen
+        self._probed = {}        # device.int_ptr -> (context, queue) made by the probe
+        self._probe_fn = probe_fn
         self._states = {}
         self._used = {}          # device index -> bytes held in raw buffers
 
     # -- discovery
     def devices(self):
-        """The [(platform, device)] pyopencl pairs, enumerated once on first call."""
+        """The [(platform, device)] pyopencl pairs in use: found, probed (a trivial kernel built and run)
+        and selected once, on first call (see ``_enumerate``)."""
         if self._devices is None:
-            self._devices, self._reason = _enumerate()
+            self._devices, self._reason, self._reports, self._probed = _enumerate(self._probe_fn)
         return self._devices
+
+    def reports(self):
+        """A ``DeviceReport`` per OpenCL device seen: available, failed the probe (why), not used (why)."""
+        self.devices()
+        return list(self._reports)
+
+    def info_lines(self):
+        """Lines for ``ember info``: the ICD set-up and every platform / device with its probe result."""
+        from . import _icd
+        self.devices()
+        lines = []
+        e = _icd.EXPOSED
+        if e.vendors_dir:
+            lines.append(f"OCL_ICD_VENDORS set by ember-opencl to make {', '.join(e.added)} visible")
+        elif e.respected_user:
+            lines.append(f"OCL_ICD_VENDORS={e.respected_user} (set by the user; kept as it is)")
+        lines += [f"{n}: {why}" for n, why in e.problems]
+        lines += [r.line() for r in self._reports]
+        return lines
 
     def unavailable_reason(self):
         """Why there is no opencl device (None when there is one)."""
@@ -132,7 +292,9 @@ class OpenCLRuntime(DeviceRuntime):
         st = self._states.get(index)
         if st is None:
             self._check_index(index)
-            st = self._states[index] = DeviceState(index, self.devices()[index][1])
+            p, d = self.devices()[index]
+            ctx, queue = self._probed.get(d.int_ptr, (None, None))
+            st = self._states[index] = DeviceState(index, d, p, ctx, queue)
         return st
 
     def get_device_name(self, index):
@@ -274,7 +436,8 @@ class OpenCLRuntime(DeviceRuntime):
             self._check_index(i)
             p, d = self.devices()[i]
             exts = d.extensions.split()
-            return {"name": d.name.strip(), "platform": p.name.strip(), "vendor": d.vendor.strip(),
+            return {"name": d.name.strip(), "platform": p.name.strip(), "platform_version": p.version.strip(),
+                    "runtime": platform_alias(p), "vendor": d.vendor.strip(),
                     "version": d.version.strip(), "total_memory": int(d.global_mem_size),
                     "max_alloc": int(d.max_mem_alloc_size), "compute_units": int(d.max_compute_units),
                     "max_work_group_size": int(d.max_work_group_size), "local_mem_size": int(d.local_mem_size),

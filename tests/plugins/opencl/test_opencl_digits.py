@@ -3,7 +3,9 @@ import pytest
 
 import ember
 
-pytestmark = pytest.mark.skipif(not ember.opencl.is_available(), reason="no OpenCL platform (pip install ember-opencl[pocl])")
+from _opencl_helpers import NO_DEVICE, has_device  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not has_device(), reason=NO_DEVICE)
 
 
 def test_digits_mlp_trains_on_opencl(tmp_path):

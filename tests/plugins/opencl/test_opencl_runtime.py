@@ -16,7 +16,7 @@ import pytest
 
 import ember
 
-from _opencl_helpers import DEV, DTYPES, NO_DEVICE, has_device, host  # noqa: E402
+from _opencl_helpers import DEV, DTYPES, NO_DEVICE, NO_PLUGIN, has_device, host, plugin_loaded  # noqa: E402
 
 pytest.importorskip("ember_opencl")
 from ember_opencl import _codegen as cg  # noqa: E402
@@ -24,6 +24,7 @@ from ember_opencl._runtime import RUNTIME, PhiloxState  # noqa: E402
 
 
 needs_device = pytest.mark.skipif(not has_device(), reason=NO_DEVICE)
+needs_plugin = pytest.mark.skipif(not plugin_loaded(), reason=NO_PLUGIN)
 
 
 def rand_np(shape, dtype, seed=0):
@@ -74,6 +75,7 @@ def _run(code, **env):
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, timeout=120)
 
 
+@needs_plugin
 def test_no_matching_platform_means_unavailable():
     r = _run("import ember\nprint(ember.opencl.is_available(), ember.opencl.device_count())\n"
              "print(ember.opencl.unavailable_reason())\n"
@@ -82,10 +84,12 @@ def test_no_matching_platform_means_unavailable():
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "False 0"
-    assert "no OpenCL device" in lines[1] and "no-such-platform-xyz" in lines[1]
+    assert "no OpenCL platform matches EMBER_OPENCL_PLATFORM='no-such-platform-xyz'" in lines[1]
+    assert "pip install 'ember-opencl[cpu]'" in lines[1] and "EMBER_DISABLE_PLUGINS=opencl" in lines[1]
     assert lines[2].startswith("ERR") and "opencl:0" in lines[2]
 
 
+@needs_plugin
 def test_without_pyopencl_the_plugin_still_imports():
     r = _run("import sys\nsys.modules['pyopencl'] = None\nimport ember\n"
              "print(ember.opencl.is_available())\nprint(ember.opencl.unavailable_reason())\n")

@@ -131,6 +131,12 @@ def add_arguments(p) -> None:
                    help="write the matrix to DIR/<device type>.md, DIR/<device type>-<layout>.md for a non-strided "
                         "layout, DIR/<device type>-<dtypes>.md for a run restricted to plugin dtypes "
                         "(default DIR: docs/coverage)")
+    p.add_argument("--skip-unavailable", action="store_true",
+                   help="when the device type is not installed or has no usable device, print why and exit 0 "
+                        "(a JSON --report records it as skipped) instead of failing with exit status 2")
+    p.add_argument("--coverage-suffix", default="", metavar="SUFFIX",
+                   help="with --write-coverage: append -SUFFIX to the file name (e.g. opencl-intel.md for a run "
+                        "on one of several runtimes of a device type)")
     p.add_argument("--list-checks", action="store_true", help="list the test and device-check names and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the totals and the failures")
     p.add_argument("-v", "--verbose", action="store_true", help="print each op as it starts (to stderr)")
@@ -145,10 +151,34 @@ def _resolve(spec):
     return obj
 
 
+def unavailable_reason(device) -> str | None:
+    """Why ``device`` ("opencl", "cuda:1", ...) cannot be tested here (its plugin is not installed, excluded or
+    has no usable device), or None when it can."""
+    from ember import _registry
+    try:
+        dev = _registry.canonical_device(device)
+        rt = _registry.device_type(dev.type).runtime
+    except (RuntimeError, ValueError) as e:
+        return str(e)
+    if rt.is_available():
+        return None
+    why = getattr(rt, "unavailable_reason", None)
+    return (why() if why is not None else None) or f"device type '{dev.type}' has no available device"
+
+
 def main(args, out=None) -> int:
-    """Run ``ember conformance`` with parsed ``args``; the exit status (0 passed, 1 failures or
-    unexpected passes, 2 usage errors)."""
+    """Run ``ember conformance`` with parsed ``args``; the exit status (0 passed, or skipped with
+    ``--skip-unavailable``; 1 failures or unexpected passes; 2 usage errors)."""
     out = sys.stdout if out is None else out
+    if getattr(args, "skip_unavailable", False):
+        why = unavailable_reason(args.device)
+        if why is not None:
+            print(f"ember conformance: SKIPPED: device '{args.device}' is not available: {why}", file=out)
+            if args.report and args.report.endswith(".json"):
+                import json
+                with open(args.report, "w", encoding="utf-8") as f:
+                    json.dump({"device": args.device, "skipped": why, "exit_code": 0}, f, indent=1)
+            return 0
     if args.list_checks:
         from ._runner import TESTS
         print("tests: " + ", ".join(TESTS), file=out)
@@ -177,6 +207,8 @@ def main(args, out=None) -> int:
             name += f"-{args.layout}"
         elif args.dtype and not any(d.strip() in {d.name for d in ALL_DENSE} for d in args.dtype.split(",")):
             name += "-" + args.dtype.replace(",", "-")        # e.g. cpu-qint8.md (a dtype plugin's run)
+        if getattr(args, "coverage_suffix", ""):
+            name += f"-{args.coverage_suffix}"
         path = os.path.join(args.write_coverage, f"{name}.md")
         write_report(results, path, coverage=True)
         print(f"coverage table written to {path}", file=out)

@@ -47,16 +47,27 @@ def plugin_op_db(device_type=None) -> list:
     ``ember_opinfo_entries(device_type)`` hook, when a plugin implements that one)."""
     from ember import _registry, plugins
     _registry.ensure_loaded()
+    from .._opinfo import OpInfo
     pm = plugins._manager()
     out = []
-    hook = getattr(pm.hook, "ember_opinfos", None)
-    if hook is not None:
-        for res in hook():
-            out.extend(res or [])
-    hook = getattr(pm.hook, "ember_opinfo_entries", None)
-    if hook is not None:
-        for res in hook(device_type=device_type or "cpu"):
-            out.extend(res or [])
+    for hook_name, kwargs in (("ember_opinfos", {}), ("ember_opinfo_entries", {"device_type": device_type or "cpu"})):
+        caller = getattr(pm.hook, hook_name, None)
+        if caller is None:
+            continue
+        for impl in reversed(caller.get_hookimpls()):    # pluggy's call order; a broken plugin is named, skipped
+            plugin = pm.get_name(impl.plugin) or repr(impl.plugin)
+            try:
+                res = impl.function(**{k: v for k, v in kwargs.items() if k in impl.argnames})
+                res = list(res or [])
+                bad = [e for e in res if not isinstance(e, OpInfo)]
+                if bad:
+                    raise TypeError(f"expected a list of ember.testing.OpInfo, got {type(bad[0]).__name__} "
+                                    f"{bad[0]!r:.80}")
+            except Exception as e:  # noqa: BLE001 - one plugin's broken hook must not hide the others'
+                warnings.warn(f"ember.testing: plugin '{plugin}': its {hook_name}() hook failed "
+                              f"({type(e).__name__}: {e}); its entries are left out", RuntimeWarning, stacklevel=2)
+                continue
+            out.extend(res)
     return out
 
 
