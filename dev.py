@@ -78,9 +78,11 @@ CONFORMANCE_RUNS = [
     ("opencl (intel)", "opencl", [], {"EMBER_OPENCL_PLATFORM": "intel"}),
     ("opencl (pocl)", "opencl", [], {"EMBER_OPENCL_PLATFORM": "pocl"}),
     ("cpu sparse_coo", "cpu", ["--layout", "sparse_coo"], {}),
-    ("opencl sparse_coo", "opencl", ["--layout", "sparse_coo"], {}),
+    ("opencl (intel) sparse_coo", "opencl", ["--layout", "sparse_coo"], {"EMBER_OPENCL_PLATFORM": "intel"}),
+    ("opencl (pocl) sparse_coo", "opencl", ["--layout", "sparse_coo"], {"EMBER_OPENCL_PLATFORM": "pocl"}),
     ("cpu qint8", "cpu", ["--dtype", "qint8"], {}),
-    ("opencl qint8", "opencl", ["--dtype", "qint8"], {}),
+    ("opencl (intel) qint8", "opencl", ["--dtype", "qint8"], {"EMBER_OPENCL_PLATFORM": "intel"}),
+    ("opencl (pocl) qint8", "opencl", ["--dtype", "qint8"], {"EMBER_OPENCL_PLATFORM": "pocl"}),
     ("cuda_emu", "cuda_emu", [], {"EMBER_CUDA_EMULATE": "1"}),
 ]
 

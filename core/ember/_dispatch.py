@@ -24,6 +24,7 @@ import builtins
 import dataclasses
 import warnings
 
+from . import _grad_state
 from ._grad_state import BELOW as _BELOW, STATE as _AG_STATE
 
 from ._schema import parse_schema
@@ -262,16 +263,21 @@ _TEMPLATE_STRUCTURED = """
 def {name}({sig}):
     __device, __key, __shape, __dtype = _meta({args})
     try:
-        __kernel = _cache.get(__key) or _resolve(__key)
-    except _LayoutKernel as __e:      # a non-strided layout's kernel: free-form (zero-cost try)
-        return _layout_call(_op, __e.fn, out, {{{kw}}})
+        __kernel = _cache[__key]
+    except KeyError:                  # (zero-cost try; resolved outside the handler, so errors are not chained)
+        __kernel = None
+    if __kernel is None:
+        try:
+            __kernel = _resolve(__key)
+        except _LayoutKernel as __e:  # a non-strided layout's kernel: free-form
+            return _layout_call(_op, __e.fn, out, {{{kw}}})
     if out is None:
         out = _empty(__shape, __dtype, __device)
         __kernel({args}, out=out)
-        if _AG.check and ({rg}):
+        if _GS.EVER and _AG.check and ({rg}):
             _op.rec(out, {args})
         return out
-    if _AG.check and ({rg}):
+    if _GS.EVER and _AG.check and ({rg}):
         _no_out(_op)
     out = _check_out(_op, out, __shape, __dtype, __device, ({ins}))
     __kernel({args}, out=out)
@@ -280,7 +286,7 @@ def {name}({sig}):
 
 _TEMPLATE_STRUCTURED_MULTI = """
 def {name}({sig}):
-    if _AG.check and ({rg}):
+    if _GS.EVER and _AG.check and ({rg}):
         return _record(_op, {name}, out, {{{kw}}})
     __device, __key, __specs = _meta({args})
     __kernel = _cache.get(__key) or _resolve(__key)
@@ -294,7 +300,7 @@ def {name}({sig}):
 
 _TEMPLATE_INPLACE = """
 def {name}_({sig}):
-    if _AG.check and ({rg}):
+    if _GS.EVER and _AG.check and ({rg}):
         return _record_inplace(_op, {name}_, {{{kw}}})
     __device, __key, __shape, __dtype = _meta({args})
     _check_inplace(_op, {first}, __shape, __dtype, __device, ({ins}))
@@ -306,7 +312,7 @@ def {name}_({sig}):
 
 _TEMPLATE_FREEFORM = """
 def {name}({sig}):
-    if _AG.check and ({rg}):
+    if _GS.EVER and _AG.check and ({rg}):
         return _record(_op, {name}, None, {{{kw}}})
     __device, __key = _meta({args})
     __kernel = _cache.get(__key) or _resolve(__key)
@@ -338,7 +344,7 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
         "_LayoutKernel": _LayoutKernel, "_layout_call": _layout_call,
         "_empty": _factory.empty_on, "_check_out": _factory.check_out, "_check_outs": _factory.check_outs,
         "_check_inplace": _factory.check_inplace, "_bump": _factory.bump_version,
-        "_result": multi_output_type, "_AG": _AG_STATE, "_rg_list": _rg_list,
+        "_result": multi_output_type, "_AG": _AG_STATE, "_GS": _grad_state, "_rg_list": _rg_list,
         "_record": _autograd_record, "_record_inplace": _autograd_record_inplace, "_no_out": _no_out,
     }
     for a in op.schema.arguments:

@@ -40,6 +40,10 @@ class _State(threading.local):
         self.check = self.enabled and not self.below and _State.ever
 
 
+#: the same as ``_State.ever``, as a module attribute: the generated entry points test ``EVER and STATE.check``,
+#: so a process that never uses autograd skips the per-thread lookup (a module attribute is cheaper to read)
+EVER = False
+
 _threads: dict = {}            # thread ident -> that thread's state dict (for mark_requires_grad)
 _lock = threading.Lock()
 
@@ -60,9 +64,10 @@ STATE = _State()
 def mark_requires_grad():
     """Called when a tensor first requires grad: from now on entry points look at their inputs, in every
     thread."""
+    global EVER
     if not _State.ever:
         with _lock:
-            _State.ever = True
+            _State.ever = EVER = True
             for d in list(_threads.values()):
                 d["check"] = d["enabled"] and not d["below"]
 

@@ -58,6 +58,7 @@ other type too, so templates can always use them.
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 
@@ -296,7 +297,11 @@ def build(state, source: str, name: str):
         header += FP16_PRAGMA
     # without cl_khr_fp16, half is still a storage type: vload_half / vstore_half_rte convert through float
     try:
-        prg = cl.Program(state.context, header + source).build(options=state.build_options)
+        with warnings.catch_warnings():
+            # Intel's runtime prints a build log for every program; pyopencl turns that into a CompilerWarning
+            # per kernel. A failed build raises below, with the log; a successful one is not news.
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            prg = cl.Program(state.context, header + source).build(options=state.build_options)
         k = getattr(prg, name)
     except cl.Error as e:
         log = getattr(e, "build_log", None) or str(e)

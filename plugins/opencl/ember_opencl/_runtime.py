@@ -61,7 +61,7 @@ class DeviceState:
 
 
 #: CPU platforms in order of preference when several work (see docs/opencl.md for the measurements)
-CPU_PREFERENCE = ("pocl", "intel")
+CPU_PREFERENCE = ("intel", "pocl")
 #: install advice for a machine without a working CPU OpenCL platform
 FIX = ("pip install 'ember-opencl[cpu]' (from a checkout: pip install './plugins/opencl[cpu]'), which brings "
        "PoCL and Intel's CPU runtime (it runs on any x86-64 CPU); select a platform with "

@@ -22,8 +22,9 @@ Semantics follow ember-cpu (numpy) and PyTorch (docs/vendor-guide.md, section 3)
 
 - the computation dtype is PyTorch's common dtype (``ember.result_type``); true_divide,
   atan2 and the float functions compute integers in the default float dtype; where
-  computes in out's dtype; float16 (devices with cl_khr_fp16) computes in float32; the
-  result is stored with a C cast (``!= 0`` into bool);
+  computes in out's dtype; float16 (devices with cl_khr_fp16) is read with ``vload_half``,
+  computes in float32 and is rounded once when stored (``vstore_half_rte``, PyTorch's rule); other
+  results are stored with a C cast (``!= 0`` into bool);
 - integer arithmetic wraps (done in unsigned types: signed overflow is undefined in C);
 - integer ``div_trunc`` / ``fmod`` by zero raise ``RuntimeError("ZeroDivisionError")``
   before anything is written (a flag kernel checks the divisor first); ``INT_MIN / -1``
@@ -192,17 +193,19 @@ def _source(op, ct, is_bool, out_ct, out_bool, rank, operands, alpha):
                 loads.append(f"int {v} = {x} != 0;")
             else:
                 params.append(cg.tensor_params(x, st, rank, const=True))
-                loads.append(f"int {v} = {x}[{cg.offset(x, rank)}] != 0;")
+                loads.append(f"int {v} = {cg.load(x, cg.offset(x, rank), st)} != 0;")
         elif st is None:
             params.append(f"{lt} {x}")
             loads.append(f"{lt} {v} = {x};")
         else:
             params.append(cg.tensor_params(x, st, rank, const=True))
-            loads.append(f"{lt} {v} = ({lt}){x}[{cg.offset(x, rank)}];")
+            loads.append(f"{lt} {v} = ({lt}){cg.load(x, cg.offset(x, rank), st)};")     # half: vload_half
     if alpha:
         params.append(f"{ct} alpha")
     expr = _expr(op, ct, is_bool, alpha)
-    if out_bool or is_bool:                   # into bool: != 0 (NaN -> true); a bool result is 0 or 1
+    if out_ct == "half":                      # float16 out: a float, rounded once by vstore_half_rte
+        store = f"(float)(({expr}) != 0)" if is_bool else f"({expr})" if _KIND[ct][0] == "f" else f"(float)({expr})"
+    elif out_bool or is_bool:                 # into bool: != 0 (NaN -> true); a bool result is 0 or 1
         store = f"({out_ct})(({expr}) != 0)"
     else:
         store = f"({out_ct})({expr})"
@@ -216,7 +219,7 @@ def _source(op, ct, is_bool, out_ct, out_bool, rank, operands, alpha):
     return (f"{helpers}__kernel void ew({sig}) {{\n"
             f"    long i = get_global_id(0);\n    if (i >= total) return;\n"
             f"    {cg.unravel(rank)}\n    {body}\n"
-            f"    out[{cg.offset('out', rank)}] = {store};\n}}\n")
+            f"    {cg.store('out', cg.offset('out', rank), out_ct, store)}\n}}\n")
 
 
 # ---------------------------------------------------------------- launching

@@ -20,6 +20,10 @@ scatter_add accumulates with atomics, so duplicate indices add up:
 
 Float sums with duplicate indices are therefore added in an unspecified order (results may
 differ from ember-cpu in the last bits, like PyTorch's CUDA scatter_add); integers are exact.
+float16 accumulates in a float32 copy of ``self`` (float atomics) that is rounded once into
+``out`` (``vstore_half_rte``), as ember-cpu does - OpenCL has no 16-bit atomics, and a CAS loop
+on half would round after every add. gather moves float16 elements as their 16 bits (``ushort``,
+``move_ctype``): no half arithmetic, so nothing here needs cl_khr_fp16.
 """
 from __future__ import annotations
 
@@ -38,6 +42,19 @@ NO_BAD = np.iinfo(np.int32).max
 
 
 # ---------------------------------------------------------------- helpers
+def move_ctype(dtype) -> str:
+    """The C type data-movement kernels (gather, index_select, take, ...) copy ``dtype``'s elements as: its own,
+    but ushort for float16 - the bits move unchanged, with or without cl_khr_fp16."""
+    c = cg.ctype(dtype)
+    return "ushort" if c == "half" else c
+
+
+def move_scalar(value, dtype):
+    """``value`` as a kernel scalar of ``move_ctype(dtype)`` (float16: the bits of the nearest half)."""
+    v = cg.scalar(value, dtype)
+    return v.view(np.uint16) if cg.ctype(dtype) == "half" else v
+
+
 def _at_1d(t):
     """(shape, strides) of ``t``, a 0-dim tensor as a 1-element vector."""
     if t.dim() == 0:
@@ -116,7 +133,7 @@ def gather(self, dim, index, *, sparse_grad=False, out):
         xstr = _at_1d(self)[1]
     r = len(ishape)
     state = cg.state_of(out)
-    k = cg.build(state, _gather_source(cg.ctype(out.dtype), r, dim), "ember_gather")
+    k = cg.build(state, _gather_source(move_ctype(out.dtype), r, dim), "ember_gather")
     cg.launch(state, k, n, [cg.i64(n), *cg.shape_args(ishape), cg.buffer(out), cg.i64(out.storage_offset()),
                             *map(cg.i64, ostr), cg.buffer(self), cg.i64(self.storage_offset()),
                             *map(cg.i64, xstr), cg.buffer(index), cg.i64(index.storage_offset()),
@@ -161,7 +178,7 @@ def _scatter_add_source(name: str, src_c: str, rank: int, dim: int) -> str:
     kind = "bool" if name == "bool" else c
     dst_off = " + ".join(["out_off"] + [f"c{d} * out_s{d}" if d != dim else f"j * out_s{d}" for d in range(rank)])
     pragma = INT64_ATOMICS if c in ("long", "double") else ""
-    value = f"({c})src[{cg.offset('src', rank)}]" if src_c == c else f"({c})({src_c})src[{cg.offset('src', rank)}]"
+    value = f"({c})({cg.load('src', cg.offset('src', rank), src_c)})"      # half: vload_half
     return f"""{pragma}
 __kernel void ember_scatter_add(long total, {cg.shape_params(rank)},
                                 {cg.tensor_params("out", c, rank)},
@@ -185,6 +202,11 @@ def scatter_add(self, dim, index, src, *, out):
     unspecified order). RuntimeError for an out-of-range index (before any write) and for int64 / float64 on a
     device without cl_khr_int64_base_atomics.
     """
+    if out.dtype == ember.float16:               # accumulate in float32, rounded once into out (as ember-cpu)
+        acc = self.to(ember.float32)
+        scatter_add(acc, dim, index, src, out=acc)   # checks the index before out is written
+        out.copy_(acc)
+        return
     oshape, _ = _at_1d(self)
     dim = dim % len(oshape)
     check_index(index, oshape[dim], dim)         # before anything is written
@@ -210,9 +232,9 @@ def scatter_add(self, dim, index, src, *, out):
 
 
 def register(lib, dtypes=None):
-    """Register gather and scatter_add for device 'opencl' on ``lib``, for the dtypes with an OpenCL C type but
-    float16 (narrowed to ``dtypes`` when given: the device's dtypes).
+    """Register gather and scatter_add for device 'opencl' on ``lib``, for the dtypes with an OpenCL C type
+    (narrowed to ``dtypes`` when given: the device's dtypes, float16 only where it reports cl_khr_fp16).
     """
-    dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES and d.name != "float16"]
+    dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES]
     lib.impl("gather", gather, device="opencl", dtypes=dtypes)
     lib.impl("scatter_add", scatter_add, device="opencl", dtypes=dtypes)

@@ -24,6 +24,10 @@ Semantics are ember-cpu's (``plugins/cpu/ember_cpu/kernels/indexing.py``):
 Every index check runs on the device first (a kernel records the smallest row-major position of
 a bad value with ``atomic_min``; one 4-byte read), and raises ember-cpu's error before anything
 is written.
+
+float16 needs no half arithmetic here: the kernels that move elements copy its 16 bits
+(``index.move_ctype``: ushort; a scalar ``value`` travels as the bits of the nearest half), and
+index_add accumulates in a float32 copy rounded once into ``out``, as ember-cpu does.
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from ember.library import ALL_DENSE
 
 from .. import _codegen as cg
 from .copy import _overlaps, contiguous_copy, expanded_strides
-from .index import INT64_ATOMICS, NO_BAD, _at_1d, _atomic_add
+from .index import INT64_ATOMICS, NO_BAD, _at_1d, _atomic_add, move_ctype, move_scalar
 
 
 # ---------------------------------------------------------------- the device-side range check
@@ -139,7 +143,7 @@ def index_select(self, dim, index, *, out):
     istr = _at_1d(index)[1]
     r = len(shape)
     state = cg.state_of(out)
-    k = cg.build(state, _index_select_source(cg.ctype(out.dtype), cg.ctype(index.dtype), r, dim),
+    k = cg.build(state, _index_select_source(move_ctype(out.dtype), cg.ctype(index.dtype), r, dim),
                  "ember_index_select")
     cg.launch(state, k, n, [cg.i64(n), *cg.shape_args(shape), *_targs(out, ostr), *_targs(self, xstr),
                             cg.buffer(index), cg.i64(index.storage_offset()), cg.i64(istr[0])])
@@ -186,26 +190,29 @@ def scatter(self, dim, index, src, *, reduce=None, out):
     ishape, istr = _at_1d(index)
     r = len(ishape)
     state = cg.state_of(out)
-    c = cg.ctype(out.dtype)
+    c = move_ctype(out.dtype)
     k = cg.build(state, _scatter_source(c, cg.ctype(index.dtype), r, dim, not is_tensor), "ember_scatter")
-    last = [*_targs(src, _at_1d(src)[1])] if is_tensor else [cg.scalar(src, out.dtype)]
+    last = [*_targs(src, _at_1d(src)[1])] if is_tensor else [move_scalar(src, out.dtype)]
     cg.launch(state, k, n, [cg.i64(n), *cg.shape_args(ishape), *_targs(out, _at_1d(out)[1]),
                             *_targs(index, istr), *last])
 
 
 # ---------------------------------------------------------------- index_add
 @functools.lru_cache(maxsize=None)
-def _index_add_source(name: str, ic: str, rank: int, dim: int, scaled: bool) -> str:
+def _index_add_source(name: str, ic: str, rank: int, dim: int, scaled: bool, src_c: str | None = None) -> str:
     c = cg.ctype(name)
+    src_c = src_c or c
     kind = "bool" if name == "bool" else c
     pragma = INT64_ATOMICS if c in ("long", "double") else ""
-    value = f"src[{cg.offset('src', rank)}]"
+    value = cg.load("src", cg.offset("src", rank), src_c)       # half: vload_half
+    if src_c != c:
+        value = f"({c})({value})"
     if scaled:
         value = f"({c})({value} * alpha)"
     return f"""{pragma}
 __kernel void ember_index_add(long total, {cg.shape_params(rank)},
                               {cg.tensor_params("out", c, rank)},
-                              {cg.tensor_params("src", c, rank, const=True)},
+                              {cg.tensor_params("src", src_c, rank, const=True)},
                               __global const {ic}* idx, long idx_off, long idx_s0, {c} alpha)
 {{
     const long i = get_global_id(0);
@@ -224,6 +231,11 @@ def index_add(self, dim, index, source, *, alpha=1, out):
     source`` slice j to slice index[j] along ``dim``. RuntimeError for an out-of-range index (before any write)
     and for int64 / float64 without cl_khr_int64_base_atomics.
     """
+    if out.dtype == ember.float16:               # accumulate in float32, rounded once into out (as ember-cpu)
+        acc = self.to(ember.float32)
+        index_add(acc, dim, index, source, alpha=alpha, out=acc)   # checks the index before out is written
+        out.copy_(acc)
+        return
     oshape, _ = _at_1d(self)
     dim = dim % len(oshape)
     _check(index, 0, oshape[dim], RuntimeError, _oob(dim, oshape[dim]))  # before anything is written
@@ -246,8 +258,8 @@ def index_add(self, dim, index, source, *, alpha=1, out):
     sshape, sstr = _at_1d(source)
     r = len(sshape)
     istr = _at_1d(index)[1]
-    k = cg.build(state, _index_add_source(out.dtype.name, cg.ctype(index.dtype), r, dim, scaled),
-                 "ember_index_add")
+    k = cg.build(state, _index_add_source(out.dtype.name, cg.ctype(index.dtype), r, dim, scaled,
+                                          cg.ctype(source.dtype)), "ember_index_add")
     cg.launch(state, k, n, [cg.i64(n), *cg.shape_args(sshape), *_targs(out, _at_1d(out)[1]),
                             *_targs(source, sstr), cg.buffer(index), cg.i64(index.storage_offset()),
                             cg.i64(istr[0]), cg.scalar(alpha, out.dtype)])
@@ -290,13 +302,13 @@ def masked_fill(self, mask, value, *, out):
     r = len(cshape)
     tensors = [out] + ([] if inplace else [self]) + [mask]
     state = cg.state_of(out)
-    c = cg.ctype(out.dtype)
+    c = move_ctype(out.dtype)
     k = cg.build(state, _masked_fill_source(c, r, tuple(cg.inner_class(s[-1]) for s in cstr), inplace),
                  "ember_masked_fill")
     args = [cg.i64(n), *cg.shape_args(cshape)]
     for t, s in zip(tensors, cstr):
         args += cg.tensor_args(t, s)
-    cg.launch_loop(state, k, n, args + [cg.scalar(value, out.dtype)])
+    cg.launch_loop(state, k, n, args + [move_scalar(value, out.dtype)])
 
 
 # ---------------------------------------------------------------- take
@@ -338,7 +350,7 @@ def take(self, index, *, out):
     xshape, xstr = cg.collapse(tuple(self.shape), self.stride())
     xstr = xstr[0]
     state = cg.state_of(out)
-    k = cg.build(state, _take_source(cg.ctype(out.dtype), cg.ctype(index.dtype), len(ishape), len(xshape)),
+    k = cg.build(state, _take_source(move_ctype(out.dtype), cg.ctype(index.dtype), len(ishape), len(xshape)),
                  "ember_take")
     cg.launch(state, k, m, [cg.i64(m), cg.i64(n), *cg.shape_args(ishape), *cg.shape_args(xshape),
                             *_targs(out, ostr), *_targs(index, istr), *_targs(self, xstr)])
@@ -407,7 +419,7 @@ def index(self, indices, *, out):
     r = len(cshape)
     state = cg.state_of(out)
     ics = tuple(cg.ctype(t.dtype) for t in tensors)
-    kern = cg.build(state, _index_source(cg.ctype(out.dtype), ics, r), "ember_index")
+    kern = cg.build(state, _index_source(move_ctype(out.dtype), ics, r), "ember_index")
     args = [cg.i64(n), *cg.shape_args(cshape), *_targs(out, cstr[0]), *_targs(self, cstr[1])]
     for q, (d, t) in enumerate(zip(dims, tensors)):
         args += [*_targs(t, cstr[2 + q]), cg.i64(xshape[d]), cg.i64(xstr[d])]
@@ -416,9 +428,10 @@ def index(self, indices, *, out):
 
 def register(lib, dtypes=None):
     """Register index_select, scatter, index_add, masked_fill, take and index for device 'opencl' on ``lib``, for
-    the dtypes with an OpenCL C type but float16 (narrowed to ``dtypes`` when given: the device's dtypes).
+    the dtypes with an OpenCL C type (narrowed to ``dtypes`` when given: the device's dtypes, float16 only where
+    it reports cl_khr_fp16).
     """
-    dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES and d.name != "float16"]
+    dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES]
     for name, fn in (("index_select", index_select), ("scatter", scatter), ("index_add", index_add),
                      ("masked_fill", masked_fill), ("take", take), ("index", index)):
         lib.impl(name, fn, device="opencl", dtypes=dtypes)

@@ -7,7 +7,11 @@ its *parts*. Part ``p`` of output ``o`` reduces one contiguous range of the redu
 (row by row: coordinates are computed once, then only the innermost dim is stepped), so work
 items walk memory in order. Work items of one work group then combine their values by a tree
 reduction in local memory (on GPUs; CPU devices use one work item per group, where the tree
-buys nothing), and the group's value goes to
+buys nothing). The group's size comes from the device, per kernel: the largest power of two
+within CL_KERNEL_WORK_GROUP_SIZE whose accumulators fit the device's local memory (passed as a
+``__local`` argument), at least the preferred work-group multiple, no more than the reduction
+needs (``_tree_group``); there are about as many groups as compute units over all outputs
+(CL_DEVICE_MAX_COMPUTE_UNITS), none with fewer than MIN_PER_PART elements. The group's value goes to
 
 - ``out`` (cast to its dtype) when there is one group per output - a single stage, the usual
   case when there are many outputs; or
@@ -31,6 +35,9 @@ Semantics (docs/vendor-guide.md, THE PRIMITIVE SET; ember-cpu is the reference):
   than one running sum).
 - ``amax``: any NaN gives NaN (numpy's ``max``); bool is a logical or; the meta refuses empty
   reductions.
+- float16 (declared where the device reports cl_khr_fp16): read with ``vload_half``, accumulated
+  in float (as PyTorch and ember-cpu do) and rounded once, to nearest even, by ``vstore_half_rte``
+  when stored - so the kernels need no half arithmetic.
 """
 from __future__ import annotations
 
@@ -48,9 +55,10 @@ UNSIGNED_OF = {"char": "uint", "uchar": "uint", "short": "uint", "int": "uint", 
 #: the ember dtype whose storage holds partials of accumulator C type (only the size matters)
 PARTIAL_DTYPE = {"uint": "int32", "ulong": "int64", "float": "float32", "double": "float64", "uchar": "uint8",
                  "char": "int8", "short": "int16", "int": "int32", "long": "int64"}
-TARGET_ITEMS = 1024          # aim for about this many parts (over all outputs) when there are few outputs
-MIN_PER_PART = 4096          # ... but give every part at least this many elements
-GPU_GROUP = 128              # work items per group (tree reduction in local memory) on non-CPU devices
+TARGET_ITEMS = 1024          # CPU devices: aim for about this many parts (over all outputs) when there are few outputs
+MIN_PER_PART = 4096          # ... but give every part (on non-CPU devices: every group) at least this many elements
+# non-CPU devices: the group's size and local memory from the device and kernel (_tree_group), and about one
+# group per compute unit (CL_DEVICE_MAX_COMPUTE_UNITS) over all outputs
 
 #: "cpu" or "gpu" forces the work-group shape (tests run both on PoCL); None picks by device type
 FORCE_SHAPE = None
@@ -97,9 +105,15 @@ def _convert(expr: str, src_c: str, at: str, logical: bool) -> str:
 
 
 def _store(at: str, out_c: str, logical: bool, expr: str = "acc") -> str:
-    if logical or out_c == at:
+    """``expr`` (of type ``at``) as the value stored into ``out_c``: for half a float, rounded once by the store."""
+    if logical or out_c == at or out_c == "half":
         return expr
     return f"({out_c})({expr})"
+
+
+def _write(out_c: str, index: str, value: str) -> str:
+    """C statement storing ``value`` at ``out[index]`` (float16: ``vstore_half_rte``, one rounding)."""
+    return cg.store("out", index, out_c, value)
 
 
 #: vector lanes of the unit-stride inner loop: 256-bit vectors (PoCL's znver3 target has AVX2; its
@@ -115,9 +129,11 @@ def _vectorizable(in_c: str, at: str, logical: bool) -> bool:
 
 # ---------------------------------------------------------------- the kernel
 @functools.lru_cache(maxsize=None)
-def _source(op: str, in_c: str, at: str, out_c: str, logical: bool, kr: int, rr: int, group: int,
+def _source(op: str, in_c: str, at: str, out_c: str, logical: bool, kr: int, rr: int, tree: bool,
             partial: bool, unit: bool = False) -> str:
-    """``ember_reduce`` for one signature: kr kept dims (shape k*), rr reduced dims (shape r*)."""
+    """``ember_reduce`` for one signature: kr kept dims (shape k*), rr reduced dims (shape r*). With ``tree``
+    the work items of a group (any power of two, chosen at launch) combine through ``__local`` memory given as
+    the last argument (one accumulator per work item)."""
     kshape = cg.shape_params(kr, "k") if kr else ""
     rshape = cg.shape_params(rr, "r")
     out_strides = "".join(f", long out_s{d}" for d in range(kr)) if not partial else ""
@@ -131,7 +147,7 @@ def _source(op: str, in_c: str, at: str, out_c: str, logical: bool, kr: int, rr:
     for d in range(last):
         carry = f"if (++rc{d} == r{d}) {{ rc{d} = 0; {carry}}}"
     is_float_sum = op == "sum" and at in FLOAT_C and not logical
-    v = _convert("x[o_ + j * x_t%d]" % last, in_c, at, logical)
+    v = _convert(cg.load("x", f"o_ + j * x_t{last}", in_c), in_c, at, logical)     # half: vload_half
     comb = _combine(op, at, logical)
     if is_float_sum:
         # each row into its own total first: less rounding error than one long running sum
@@ -162,13 +178,12 @@ def _source(op: str, in_c: str, at: str, out_c: str, logical: bool, kr: int, rr:
             {f"{at} row_ = 0;" if is_float_sum else ""}
             for (int l = 0; l < {VW}; l++) {{ {fold} }}
             {walk_row.replace("long j = 0", "").replace(f"{at} row_ = 0;", "")}"""
-    tree = ""
-    if group > 1:
-        tree = f"""
-    __local {at} sh_[{group}];
+    combine = ""
+    if tree:
+        combine = f"""
     sh_[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = {group // 2}; s > 0; s >>= 1) {{
+    for (int s = (int)get_local_size(0) / 2; s > 0; s >>= 1) {{
         if (lid < s) {{ {at} v = sh_[lid + s]; acc = sh_[lid]; sh_[lid] = {comb}; }}
         barrier(CLK_LOCAL_MEM_FENCE);
     }}
@@ -176,12 +191,13 @@ def _source(op: str, in_c: str, at: str, out_c: str, logical: bool, kr: int, rr:
     if partial:
         write = f"out[out_off + o * get_num_groups(0) + get_group_id(0)] = acc;"
     else:
-        write = f"out[{obase}] = {_store(at, out_c, logical)};"
+        write = _write(out_c, obase, _store(at, out_c, logical))
     store_t = at if partial else out_c
+    local = f", __local {at}* sh_" if tree else ""
     return f"""{typedef}
 __kernel void ember_reduce(long nred, long per{', ' + kshape if kshape else ''}, {rshape},
                            __global {store_t}* out, long out_off{out_strides},
-                           __global const {in_c}* x, long x_off{x_kept}{x_red})
+                           __global const {in_c}* x, long x_off{x_kept}{x_red}{local})
 {{
     const long o = get_global_id(1);
     const int lid = get_local_id(0);
@@ -201,8 +217,8 @@ __kernel void ember_reduce(long nred, long per{', ' + kshape if kshape else ''},
             rc{last} = 0;
             {carry}
         }}
-    }}{tree}
-    if (lid == 0) {write}
+    }}{combine}
+    if (lid == 0) {{ {write} }}
 }}
 """
 
@@ -228,9 +244,10 @@ def _cols_source(op: str, in_c: str, at: str, out_c: str, logical: bool, kr: int
         carry = f"if (++rc{d} == r{d}) {{ rc{d} = 0; {carry}}}"
     carry = f"if (++rc{rr - 1} == r{rr - 1}) {{ rc{rr - 1} = 0; {carry}}}"
     comb = _combine(op, at, logical)
-    v = _convert("p_[j]", in_c, at, logical)
+    v = _convert(cg.load("p_", "j", in_c), in_c, at, logical)
     float_sum = op == "sum" and at in FLOAT_C and not logical
     B = COLS_BLOCK
+    write = _write(out_c, f"{obase} + (j0 + j) * out_s{outer}", _store(at, out_c, logical))
     if float_sum:
         step = f"""for (int j = 0; j < nb; j++) part_[j] += {v};
         if (++cnt_ == {COLS_FLUSH}) {{ for (int j = 0; j < nb; j++) {{ acc_[j] += part_[j]; part_[j] = 0; }} cnt_ = 0; }}"""
@@ -261,7 +278,7 @@ __kernel void ember_reduce_cols(long nred, long ninner{kshape}, {rshape},
         {carry}
     }}
     {finish}
-    for (int j = 0; j < nb; j++) {{ const {at} acc = acc_[j]; out[{obase} + (j0 + j) * out_s{outer}] = {_store(at, out_c, logical)}; }}
+    for (int j = 0; j < nb; j++) {{ const {at} acc = acc_[j]; {write} }}
 }}
 """
 
@@ -285,6 +302,16 @@ def _contiguous_strides(shape, inner=1):
         st.append(acc)
         acc *= n
     return tuple(reversed(st))
+
+
+def _tree_group(state, kernel, at: str, n: int) -> int:
+    """Work items per group of the tree reduction of ``n`` values per group: a power of two (the tree halves
+    it), at most what ``kernel`` may run with on the device and what its local memory holds (one ``at`` per work
+    item; ``cg.work_group_limits``), at least the preferred multiple (a warp / wavefront) where that fits, and
+    no larger than ``n`` needs."""
+    most, multiple = cg.work_group_limits(state, kernel, SIZEOF[at])
+    want = max(1 << (max(n, 1) - 1).bit_length(), multiple)
+    return 1 << (min(want, most).bit_length() - 1)
 
 
 def _shape_kind(state):
@@ -319,12 +346,10 @@ def reduce_into(op, x, axes, keepdim, out):
     logical = (op == "sum" and out.dtype == ember.bool) or (op == "amax" and x.dtype == ember.bool)
     at = "uchar" if logical else _acc_type(op, in_c, out_c)
     state = cg.state_of(out)
-    group = 1 if _shape_kind(state) == "cpu" else GPU_GROUP
-    parts = max(1, min(TARGET_ITEMS // n_out, nred // MIN_PER_PART))
-    groups = -(-parts // group) if parts > 1 else 1
+    tree = _shape_kind(state) != "cpu"           # CPU devices: one work item per group, no tree
     kr, rr = len(kshape_c), len(rshape_c)
     unit = xr[-1] == 1
-    if group == 1 and kr and xk[-1] == 1 and not unit and kshape_c[-1] >= 16 and \
+    if not tree and kr and xk[-1] == 1 and not unit and kshape_c[-1] >= 16 and \
             n_out // COLS_BLOCK >= 8 and nred >= 8:
         ninner = kshape_c[-1]                    # a sum over leading dims: the columns kernel
         k = cg.build(state, _cols_source(op, in_c, at, out_c, logical, kr, rr), "ember_reduce_cols")
@@ -333,31 +358,47 @@ def reduce_into(op, x, axes, keepdim, out):
                    cg.buffer(out), cg.i64(out.storage_offset()), *map(cg.i64, ok), cg.buffer(x),
                    cg.i64(x.storage_offset()), *map(cg.i64, xk[:-1]), *map(cg.i64, xr)])
         return
+    import pyopencl as cl
+
+    def kernel(partial):                         # the one-stage (partial=False) or stage-1 kernel
+        return cg.build(state, _source(op, in_c, at, out_c, logical, kr, rr, tree, partial, unit), "ember_reduce")
+
+    def local(g):                                # the tree's __local accumulators, one per work item
+        return [cl.LocalMemory(g * SIZEOF[at])] if tree else []
+
+    if tree:                                     # a group per compute unit, each with >= MIN_PER_PART elements
+        group = _tree_group(state, kernel(False), at, nred)
+        groups = max(1, min(-(-int(state.device.max_compute_units) // n_out), nred // MIN_PER_PART))
+    else:                                        # one work item per part
+        group, groups = 1, max(1, min(TARGET_ITEMS // n_out, nred // MIN_PER_PART))
     if groups == 1:                              # one stage: each group writes its output element
         per = -(-nred // group)
-        k = cg.build(state, _source(op, in_c, at, out_c, logical, kr, rr, group, False, unit), "ember_reduce")
-        cg.launch(state, k, (group, n_out), [cg.i64(nred), cg.i64(per), *cg.shape_args(kshape_c),
-                                             *cg.shape_args(rshape_c), cg.buffer(out),
-                                             cg.i64(out.storage_offset()), *map(cg.i64, ok), cg.buffer(x),
-                                             cg.i64(x.storage_offset()), *map(cg.i64, xk), *map(cg.i64, xr)],
+        cg.launch(state, kernel(False), (group, n_out),
+                  [cg.i64(nred), cg.i64(per), *cg.shape_args(kshape_c), *cg.shape_args(rshape_c), cg.buffer(out),
+                   cg.i64(out.storage_offset()), *map(cg.i64, ok), cg.buffer(x), cg.i64(x.storage_offset()),
+                   *map(cg.i64, xk), *map(cg.i64, xr), *local(group)],
                   local_size=(group, 1))
         return
+    k1 = kernel(True)
+    if tree:                                     # the stage-1 kernel's own limit may be lower
+        group = min(group, _tree_group(state, k1, at, nred))
     # stage 1: (n_out, groups) partials in the accumulator type
     per = -(-nred // (groups * group))
     part = ember.empty((n_out * groups,), dtype=getattr(ember, PARTIAL_DTYPE[at]), device=out.device)
-    k1 = cg.build(state, _source(op, in_c, at, out_c, logical, kr, rr, group, True, unit), "ember_reduce")
     cg.launch(state, k1, (groups * group, n_out), [cg.i64(nred), cg.i64(per), *cg.shape_args(kshape_c),
                                                    *cg.shape_args(rshape_c), cg.buffer(part), cg.i64(0),
                                                    cg.buffer(x), cg.i64(x.storage_offset()), *map(cg.i64, xk),
-                                                   *map(cg.i64, xr)], local_size=(group, 1))
+                                                   *map(cg.i64, xr), *local(group)], local_size=(group, 1))
     # stage 2: each row of partials into its output element (sum of partials is a sum; max of maxes)
-    per2 = -(-groups // group)
-    k2 = cg.build(state, _source(op, at, at, out_c, logical, kr, 1, group, False, True), "ember_reduce")
-    cg.launch(state, k2, (group, n_out), [cg.i64(groups), cg.i64(per2), *cg.shape_args(kshape_c),
-                                          cg.i64(groups), cg.buffer(out), cg.i64(out.storage_offset()),
-                                          *map(cg.i64, ok), cg.buffer(part), cg.i64(0),
-                                          *map(cg.i64, _contiguous_strides(kshape_c, groups)), cg.i64(1)],
-              local_size=(group, 1))
+    k2 = cg.build(state, _source(op, at, at, out_c, logical, kr, 1, tree, False, True), "ember_reduce")
+    group2 = _tree_group(state, k2, at, groups) if tree else 1
+    per2 = -(-groups // group2)
+    cg.launch(state, k2, (group2, n_out), [cg.i64(groups), cg.i64(per2), *cg.shape_args(kshape_c),
+                                           cg.i64(groups), cg.buffer(out), cg.i64(out.storage_offset()),
+                                           *map(cg.i64, ok), cg.buffer(part), cg.i64(0),
+                                           *map(cg.i64, _contiguous_strides(kshape_c, groups)), cg.i64(1),
+                                           *local(group2)],
+              local_size=(group2, 1))
 
 
 def sum_(self, dim=None, keepdim=False, *, dtype=None, out):
@@ -375,9 +416,9 @@ def amax(self, dim=(), keepdim=False, *, out):
 
 
 def register(lib, dtypes=None):
-    """Register sum and amax for device 'opencl' on ``lib``, for the dtypes with an OpenCL C type but float16
-    (narrowed to ``dtypes`` when given: the device's dtypes).
+    """Register sum and amax for device 'opencl' on ``lib``, for the dtypes with an OpenCL C type (narrowed to
+    ``dtypes`` when given: the device's dtypes, float16 only where it reports cl_khr_fp16).
     """
-    dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES and d.name != "float16"]
+    dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES]
     lib.impl("sum", sum_, device="opencl", dtypes=dtypes)
     lib.impl("amax", amax, device="opencl", dtypes=dtypes)

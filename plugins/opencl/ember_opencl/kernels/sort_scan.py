@@ -30,8 +30,11 @@ Semantics (ember-cpu, i.e. numpy, is the reference the conformance suite compare
   topk(largest=True) is the first k of the descending sort, topk(largest=False) of the ascending one;
   for k <= TOPK_SMALL (< n) ``ember_topk_small`` gets the same result in one pass without sorting.
 
-float16 inputs are not registered (PoCL reports no cl_khr_fp16); a scan *into* float16 (``dtype=``)
-accumulates in float and stores with ``vstore_half_rte``.
+float16 (registered where the device reports cl_khr_fp16) needs no half arithmetic: elements are
+read with ``vload_half`` and handled as float (scans accumulate in float, as ember-cpu and PyTorch
+do, and round once, to nearest even, with ``vstore_half_rte``; sort / topk compare floats and keep
+them in float scratch - every value is exact - and store them back as half). A scan *into* float16
+(``dtype=``) works that way on every device.
 """
 from __future__ import annotations
 
@@ -146,6 +149,11 @@ def cumprod(self, dim, *, dtype=None, out):
 
 
 # ---------------------------------------------------------------- sort / topk
+def _value_c(c: str) -> str:
+    """The C type values of storage type ``c`` are compared and kept in: float for half (exact), else ``c``."""
+    return "float" if c == "half" else c
+
+
 def _before(c: str, descending: bool) -> str:
     """C macro body: whether ``a`` goes strictly before ``b`` (NaN largest)."""
     if c in FLOAT_C:
@@ -156,12 +164,13 @@ def _before(c: str, descending: bool) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _sort_source(c: str, descending: bool, rank: int) -> str:
+def _sort_source(xc: str, descending: bool, rank: int) -> str:
+    c = _value_c(xc)                             # the scratch and comparison type (float for half)
     return f"""
 #define BEFORE(a, b) {_before(c, descending)}
 __kernel void ember_sort(long nrows, long n, long k, {cg.shape_params(rank)},
-                         {_tparams("v", c, rank)}, {_tparams("ix", "long", rank)},
-                         {_tparams("x", c, rank, const=True)},
+                         {_tparams("v", xc, rank)}, {_tparams("ix", "long", rank)},
+                         {_tparams("x", xc, rank, const=True)},
                          __global {c}* va, __global {c}* vb, __global long* ia, __global long* ib)
 {{
     const long i = get_global_id(0);
@@ -170,7 +179,7 @@ __kernel void ember_sort(long nrows, long n, long k, {cg.shape_params(rank)},
     const long xo = {_row_base("x", rank)};
     __global {c}* sv = va + i * n; __global {c}* dv = vb + i * n;
     __global long* si = ia + i * n; __global long* di = ib + i * n;
-    for (long j = 0; j < n; j++) {{ sv[j] = x[xo + j * x_t]; si[j] = j; }}
+    for (long j = 0; j < n; j++) {{ sv[j] = {cg.load("x", "xo + j * x_t", xc)}; si[j] = j; }}
     /* stable insertion sort of runs of {RUN} */
     for (long lo = 0; lo < n; lo += {RUN}) {{
         const long hi = min(n, lo + {RUN});
@@ -199,21 +208,22 @@ __kernel void ember_sort(long nrows, long n, long k, {cg.shape_params(rank)},
     }}
     const long vo = {_row_base("v", rank)};
     const long io = {_row_base("ix", rank)};
-    for (long j = 0; j < k; j++) {{ v[vo + j * v_t] = sv[j]; ix[io + j * ix_t] = si[j]; }}
+    for (long j = 0; j < k; j++) {{ {cg.store("v", "vo + j * v_t", xc, "sv[j]")} ix[io + j * ix_t] = si[j]; }}
 }}
 """
 
 
 @functools.lru_cache(maxsize=None)
-def _topk_small_source(c: str, descending: bool, rank: int) -> str:
+def _topk_small_source(xc: str, descending: bool, rank: int) -> str:
     """``ember_topk_small``: one pass over the row keeping its best k (<= TOPK_SMALL) in a private
     sorted buffer. An element enters only when strictly before the current k-th and goes after the
     equal ones already kept, so the result is the first k of the stable sort."""
+    c = _value_c(xc)
     return f"""
 #define BEFORE(a, b) {_before(c, descending)}
 __kernel void ember_topk_small(long nrows, long n, long k, {cg.shape_params(rank)},
-                               {_tparams("v", c, rank)}, {_tparams("ix", "long", rank)},
-                               {_tparams("x", c, rank, const=True)})
+                               {_tparams("v", xc, rank)}, {_tparams("ix", "long", rank)},
+                               {_tparams("x", xc, rank, const=True)})
 {{
     const long i = get_global_id(0);
     if (i >= nrows) return;
@@ -222,7 +232,7 @@ __kernel void ember_topk_small(long nrows, long n, long k, {cg.shape_params(rank
     {c} bv[{TOPK_SMALL}]; long bi[{TOPK_SMALL}];
     long cnt = 0;
     for (long j = 0; j < n; j++) {{
-        const {c} cur = x[xo + j * x_t];
+        const {c} cur = {cg.load("x", "xo + j * x_t", xc)};
         if (cnt == k && !BEFORE(cur, bv[k - 1])) continue;
         long p = cnt < k ? cnt++ : k - 1;           /* full: the last one drops out */
         while (p > 0 && BEFORE(cur, bv[p - 1])) {{ bv[p] = bv[p - 1]; bi[p] = bi[p - 1]; p--; }}
@@ -230,7 +240,7 @@ __kernel void ember_topk_small(long nrows, long n, long k, {cg.shape_params(rank
     }}
     const long vo = {_row_base("v", rank)};
     const long io = {_row_base("ix", rank)};
-    for (long j = 0; j < k; j++) {{ v[vo + j * v_t] = bv[j]; ix[io + j * ix_t] = bi[j]; }}
+    for (long j = 0; j < k; j++) {{ {cg.store("v", "vo + j * v_t", xc, "bv[j]")} ix[io + j * ix_t] = bi[j]; }}
 }}
 """
 
@@ -249,8 +259,9 @@ def _sort_into(self, dim, descending, values, indices, k):
         return
     kern = cg.build(state, _sort_source(c, bool(descending), len(rshape)), "ember_sort")
     dev = values.device
-    va = ember.empty((nrows * n,), dtype=self.dtype, device=dev)
-    vb = ember.empty((nrows * n,), dtype=self.dtype, device=dev)
+    sdt = ember.float32 if c == "half" else self.dtype        # scratch holds _value_c(c)
+    va = ember.empty((nrows * n,), dtype=sdt, device=dev)
+    vb = ember.empty((nrows * n,), dtype=sdt, device=dev)
     ia = ember.empty((nrows * n,), dtype=ember.int64, device=dev)
     ib = ember.empty((nrows * n,), dtype=ember.int64, device=dev)
     cg.launch(state, kern, nrows, [cg.i64(nrows), cg.i64(n), cg.i64(k), *cg.shape_args(rshape),
@@ -277,10 +288,11 @@ def topk(self, k, dim=-1, largest=True, sorted=True, *, out):
 
 
 def register(lib, dtypes=None):
-    """Register cumsum, cumprod, sort (the dtypes with an OpenCL C type but float16) and topk (the same but bool)
-    for device 'opencl' on ``lib`` (narrowed to ``dtypes`` when given).
+    """Register cumsum, cumprod, sort (the dtypes with an OpenCL C type) and topk (the same but bool) for device
+    'opencl' on ``lib`` (narrowed to ``dtypes`` when given: the device's dtypes, float16 only where it reports
+    cl_khr_fp16).
     """
-    dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES and d.name != "float16"]
+    dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES]
     lib.impl("cumsum", cumsum, device="opencl", dtypes=dtypes)
     lib.impl("cumprod", cumprod, device="opencl", dtypes=dtypes)
     lib.impl("sort", sort, device="opencl", dtypes=dtypes)

@@ -14,7 +14,8 @@
    ``first[g] = i``; every element writes ``inverse[p[i]] = g`` (``inverse[i] = g`` without ``p``).
 5. ``ember_unique_counts`` (per run): ``counts[g] = first[g + 1] - first[g]`` (``n`` past the end).
 
-The kernels read ``s`` with any 1-D stride and storage offset; each work item takes one contiguous
+The kernels read ``s`` with any 1-D stride and storage offset (float16 with ``vload_half``, compared
+as float, so ``-0.0 == 0.0`` and NaN != NaN hold without half arithmetic); each work item takes one contiguous
 range of indices (``_codegen.loop_grid`` work items: suits PoCL's CPU threads). The result is
 sorted whatever ``sorted`` says (as ember-cpu and PoCL's reference, PyTorch's cpu kernel).
 
@@ -39,12 +40,13 @@ _RANGE = """const long G_ = get_global_size(0);
 
 @functools.lru_cache(maxsize=None)
 def _mark_source(c: str) -> str:
+    cur, prev = cg.load("x", "x_off + i * x_s", c), cg.load("x", "x_off + (i - 1) * x_s", c)   # half: vload_half
     return f"""
 __kernel void ember_unique_mark(long n, __global const {c}* x, long x_off, long x_s, __global long* flag)
 {{
     {_RANGE}
     for (long i = lo_; i < hi_; i++)
-        flag[i] = (i == 0 || x[x_off + i * x_s] != x[x_off + (i - 1) * x_s]) ? 1 : 0;
+        flag[i] = (i == 0 || {cur} != {prev}) ? 1 : 0;
 }}
 """
 
@@ -52,6 +54,7 @@ __kernel void ember_unique_mark(long n, __global const {c}* x, long x_off, long 
 @functools.lru_cache(maxsize=None)
 def _write_source(c: str, has_perm: bool) -> str:
     dest = "p[p_off + i * p_s]" if has_perm else "i"
+    keep = cg.store("vals", "g", c, cg.load("x", "x_off + i * x_s", c))      # half: exact through float
     return f"""
 __kernel void ember_unique_write(long n, __global const {c}* x, long x_off, long x_s,
                                  __global const long* gid, __global const long* p, long p_off, long p_s,
@@ -60,7 +63,7 @@ __kernel void ember_unique_write(long n, __global const {c}* x, long x_off, long
     {_RANGE}
     for (long i = lo_; i < hi_; i++) {{
         const long g = gid[i] - 1;
-        if (i == 0 || gid[i] != gid[i - 1]) {{ vals[g] = x[x_off + i * x_s]; first[g] = i; }}
+        if (i == 0 || gid[i] != gid[i - 1]) {{ {keep} first[g] = i; }}
         inv[{dest}] = g;
     }}
 }}
@@ -134,8 +137,8 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
 
 def register(lib, dtypes=None):
     """Register unique and unique_consecutive for device 'opencl' on ``lib``, for the dtypes with an OpenCL C type
-    but float16 (narrowed to ``dtypes`` when given: the device's dtypes).
+    (narrowed to ``dtypes`` when given: the device's dtypes, float16 only where it reports cl_khr_fp16).
     """
-    dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES and d.name != "float16"]
+    dtypes = [d for d in (dtypes or ALL_DENSE) if d.name in cg.CTYPES]
     lib.impl("unique", unique, device="opencl", dtypes=dtypes)
     lib.impl("unique_consecutive", unique_consecutive, device="opencl", dtypes=dtypes)
