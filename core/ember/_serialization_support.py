@@ -165,10 +165,23 @@ def reduce_tensor(t: Tensor):
                               None if cls is Tensor else cls, state or None))
 
 
+#: what a saved tensor's geometry may hold: at most 64 dims (PyTorch's limit), int64 values
+_MAX_DIMS, _INT64 = 64, 2 ** 63
+
+
 def _ints(x, what):
-    if not isinstance(x, tuple) or not all(type(v) is int for v in x):
-        raise pickle.UnpicklingError(f"_rebuild_tensor: {what} must be a tuple of ints, got {x!r}")
+    if not isinstance(x, (tuple, list)) or len(x) > _MAX_DIMS:      # len() first: never materialise a huge iterable
+        raise pickle.UnpicklingError(f"_rebuild_tensor: {what} must be a tuple of at most {_MAX_DIMS} ints, got "
+                                     f"{type(x).__name__}")
+    x = tuple(x)
+    if not all(type(v) is int and -_INT64 <= v < _INT64 for v in x):
+        raise pickle.UnpicklingError(f"_rebuild_tensor: {what} must hold int64 values, got {x!r:.200}")
     return x
+
+
+#: Tensor attributes a saved subclass state may not set: everything the class defines (methods, properties)
+def _tensor_attribute(name) -> bool:
+    return any(name in vars(k) for k in Tensor.__mro__)
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride, dtype, requires_grad=False, cls=None, state=None):
@@ -178,8 +191,8 @@ def _rebuild_tensor(storage, storage_offset, size, stride, dtype, requires_grad=
         raise pickle.UnpicklingError(f"_rebuild_tensor: expected a storage, got {type(storage).__name__}")
     if not isinstance(dtype, _dtype_cls):
         raise pickle.UnpicklingError(f"_rebuild_tensor: expected a dtype, got {type(dtype).__name__}")
-    size, stride = _ints(tuple(size), "size"), _ints(tuple(stride), "stride")
-    if len(size) != len(stride) or type(storage_offset) is not int or storage_offset < 0 or \
+    size, stride = _ints(size, "size"), _ints(stride, "stride")
+    if len(size) != len(stride) or type(storage_offset) is not int or not 0 <= storage_offset < _INT64 or \
             any(s < 0 for s in size) or any(s < 0 for s in stride):
         raise pickle.UnpicklingError(f"_rebuild_tensor: invalid geometry size={size} stride={stride} "
                                      f"offset={storage_offset}")
@@ -204,6 +217,9 @@ def _rebuild_tensor(storage, storage_offset, size, stride, dtype, requires_grad=
     if state:
         if not isinstance(state, dict):
             raise pickle.UnpicklingError("_rebuild_tensor: the state of a Tensor subclass must be a dict")
+        bad = [k for k in state if isinstance(k, str) and not k.startswith("_") and _tensor_attribute(k)]
+        if bad:                 # t.size = list would survive a round trip and break every caller of t.size()
+            raise pickle.UnpicklingError(f"_rebuild_tensor: a saved attribute may not replace Tensor.{bad[0]}")
         t.__dict__.update({k: v for k, v in state.items() if isinstance(k, str) and not k.startswith("_")})
     if requires_grad:
         t.requires_grad_(True)

@@ -167,6 +167,31 @@ def _default_mode(path):
     return 0o666 & ~umask
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True                     # someone else's live process (or we cannot tell): keep its file
+    return True
+
+
+def _remove_stale_temporaries(directory, base):
+    """Delete ``.<base>.<pid>.<random>.tmp`` files that a save to the same path left behind when its process
+    was killed (the pid is no longer running). A live process's temporary (a concurrent save) is kept."""
+    prefix = f".{base}."
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return
+    for n in names:
+        pid = n[len(prefix):-len(".tmp")].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, n))
+
+
 def _atomic_write(path, write):
     """Write through ``write(fh)`` into a temporary file beside ``path``, fsync, rename over ``path``."""
     path = os.path.realpath(path)             # through a symlink: replace its target, keep the link
@@ -176,7 +201,8 @@ def _atomic_write(path, write):
     if os.path.isdir(path):
         raise IsADirectoryError(f"ember.save: {path!r} is a directory")
     mode = _default_mode(path)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    _remove_stale_temporaries(directory, os.path.basename(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.{os.getpid()}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -207,9 +233,47 @@ _DEFAULT_SAFE_NAMES = frozenset({
     "ember.sparse._rebuild_sparse_coo",
     "ember.nn.parameter._rebuild_parameter", "ember.nn.parameter._rebuild_buffer",
     "collections.OrderedDict", "builtins.set", "builtins.frozenset", "builtins.bytearray", "builtins.bytes",
-    "builtins.complex", "builtins.slice", "builtins.range", "builtins.int", "builtins.float", "builtins.bool",
-    "builtins.str", "builtins.list", "builtins.tuple", "builtins.dict", "_codecs.encode",
+    "builtins.complex", "builtins.slice", "builtins.range", "_codecs.encode",
 })
+# Only the builtins ember.save's protocol-2 pickles name (lists, dicts, tuples, numbers and strings have
+# opcodes of their own), each through a guard that accepts only the arguments such a pickle passes: a
+# materialised list or bytes, never a count or an iterator, so a tiny file cannot build a huge object
+# (``list(range(40_000_000))``, ``bytearray(2**34)``, ``set(range(...))``).
+_MAX_DIMS = 64
+
+
+def _materialised(arg, *types):
+    return any(type(arg) is t for t in types)
+
+
+def _guard(name, fn, check):
+    def guarded(*args):
+        if not check(args):
+            raise pickle.UnpicklingError(f"ember.load: {name}{tuple(type(a).__name__ for a in args)} is not what "
+                                         f"ember.save writes; refused (weights_only=True)")
+        return fn(*args)
+    guarded.__name__ = name
+    return guarded
+
+
+def _guarded_builtin(key):
+    """The guarded constructor for allow-listed builtin ``key`` ("builtins.set", ...)."""
+    import collections
+    sized = lambda a: not a or (len(a) == 1 and _materialised(a[0], list, tuple, set, frozenset))  # noqa: E731
+    numbers = lambda a: len(a) <= 3 and all(type(x) in (int, float, type(None)) for x in a)      # noqa: E731
+    return {
+        "builtins.bytes": _guard("bytes", bytes, lambda a: not a or (len(a) == 1 and _materialised(a[0], bytes))),
+        "builtins.bytearray": _guard("bytearray", bytearray,
+                                     lambda a: not a or (len(a) == 1 and _materialised(a[0], bytes))),
+        "builtins.set": _guard("set", set, sized),
+        "builtins.frozenset": _guard("frozenset", frozenset, sized),
+        "builtins.complex": _guard("complex", complex, lambda a: len(a) <= 2 and all(type(x) in (int, float)
+                                                                                     for x in a)),
+        "builtins.slice": _guard("slice", slice, numbers),
+        "builtins.range": _guard("range", range, lambda a: 1 <= len(a) <= 3 and all(type(x) is int for x in a)),
+        "collections.OrderedDict": _guard("OrderedDict", collections.OrderedDict,
+                                          lambda a: not a or (len(a) == 1 and _materialised(a[0], list, dict))),
+    }[key]
 #: modules whose globals are refused with "whose module ... is blocked" (no add_safe_globals hint)
 _BLOCKED_MODULES = frozenset({"os", "posix", "nt", "subprocess", "sys", "shutil", "socket", "importlib",
                               "runpy", "pty", "ctypes", "code", "pickle", "_pickle", "marshal", "webbrowser",
@@ -227,15 +291,15 @@ def _latin1_encode(obj, encoding="utf-8", errors="strict"):
 
 
 def _resolve_default(key):
-    import collections
-    import builtins
     module, _, name = key.rpartition(".")
     if key == "_codecs.encode":
         return _latin1_encode
-    if module == "builtins":
-        return getattr(builtins, name)
-    if module == "collections":
-        return getattr(collections, name)
+    if module in ("builtins", "collections"):
+        return _guarded_builtin(key)
+    if key == "ember._tensor.Size":
+        from ._tensor import Size
+        return _guard("Size", Size, lambda a: len(a) == 1 and _materialised(a[0], tuple, list) and
+                      len(a[0]) <= _MAX_DIMS)
     import importlib
     return getattr(importlib.import_module(module), name)       # one of ember's own modules
 
@@ -432,6 +496,16 @@ class _Reader:
     def __init__(self, zf, fh, mmap, map_location):
         self.zf = zf
         names = zf.namelist()
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise RuntimeError(f"ember.load failed reading zip archive: the record {dup!r} appears more than once "
+                               f"(ember.save never writes that; a crafted file could show different contents to "
+                               f"different readers). {_CORRUPT}")
+        try:
+            fh.seek(0, os.SEEK_END)
+            self.archive_size = fh.tell()
+        except (OSError, AttributeError, ValueError):
+            self.archive_size = None
         pkl = [n for n in names if n.endswith("/data.pkl") and n.count("/") == 1]
         if not pkl:
             raise RuntimeError(f"ember.load failed reading zip archive: no data.pkl record (found "
@@ -465,6 +539,20 @@ class _Reader:
             self.fh = fh
 
     def read(self, name) -> bytes:
+        """Record ``name``'s bytes. ember.save stores records uncompressed, so a compressed record (a deflate
+        bomb inflates 1000x) or one declaring more bytes than the archive holds is refused before reading."""
+        try:
+            info = self.zf.getinfo(name)
+        except KeyError:
+            info = None
+        if info is not None:
+            if info.compress_type != zipfile.ZIP_STORED:
+                raise RuntimeError(f"ember.load: record {name!r} is compressed; ember.save never compresses records, "
+                                   f"so this file was not written by it (refused: a compressed record can inflate "
+                                   f"far beyond the file's size). {_CORRUPT}")
+            if self.archive_size is not None and info.file_size > self.archive_size:
+                raise RuntimeError(f"ember.load: record {name!r} declares {info.file_size} bytes, more than the "
+                                   f"{self.archive_size}-byte archive holds. {_CORRUPT}")
         try:
             return self.zf.read(name)
         except KeyError:
@@ -493,6 +581,12 @@ class _Reader:
                 raise RuntimeError(f"ember.load failed reading zip archive: record {name!r} is truncated. "
                                    f"{_CORRUPT}")
             return np.frombuffer(self.mm, np.uint8, count=nbytes, offset=start), True
+        try:
+            declared = self.zf.getinfo(name).file_size
+        except KeyError:
+            declared = nbytes                 # missing: read() reports it
+        if declared != nbytes:                # checked before a byte is read or inflated
+            raise RuntimeError(f"ember.load: record {name!r} holds {declared} bytes, expected {nbytes}. {_CORRUPT}")
         data = self.read(name)
         if len(data) != nbytes:
             raise RuntimeError(f"ember.load: record {name!r} holds {len(data)} bytes, expected {nbytes}. {_CORRUPT}")

@@ -526,21 +526,29 @@ def _rebuild_qtensor(storage, storage_offset, size, stride, dtype_name, params):
     """Inverse of reduce_qtensor (allow-listed for ``ember.load``): validates every argument. ``params`` is
     (scale, zero_point) for per_tensor_affine, (scales, zero_points, axis) for per_channel_affine."""
     import pickle
+    import numpy as np
     from .._serialization_support import _rebuild_tensor
     _need_plugin("ember.load of a quantized tensor")
     if dtype_name not in QDTYPES or not isinstance(params, tuple):
         raise pickle.UnpicklingError(f"_rebuild_qtensor: malformed record (dtype {dtype_name!r})")
     t = _rebuild_tensor(storage, storage_offset, size, stride, D._BY_NAME[dtype_name])
+    _, qmin, qmax = QDTYPES[dtype_name]
     if len(params) == 2:
         scale, zp = params
-        if not isinstance(scale, float) or type(zp) is not int or not scale > 0:
-            raise pickle.UnpicklingError("_rebuild_qtensor: malformed per-tensor parameters")
+        if not isinstance(scale, float) or type(zp) is not int or not (scale > 0 and math.isfinite(scale)) or \
+                not qmin <= zp <= qmax:
+            raise pickle.UnpicklingError(f"_rebuild_qtensor: malformed per-tensor parameters (scale {scale!r} must "
+                                         f"be finite and positive, zero_point {zp!r} in [{qmin}, {qmax}])")
         t._quantizer = PerTensorAffine(scale, zp)
     elif len(params) == 3:
         scales, zps, axis = params
         if not (isinstance(scales, Tensor) and isinstance(zps, Tensor) and type(axis) is int and
                 0 <= axis < len(size) and scales.numel() == zps.numel() == size[axis]):
             raise pickle.UnpicklingError("_rebuild_qtensor: malformed per-channel parameters")
+        s, z = scales.cpu().numpy(), zps.cpu().numpy()
+        if not ((s > 0).all() and np.isfinite(s).all() and (z >= qmin).all() and (z <= qmax).all()):
+            raise pickle.UnpicklingError(f"_rebuild_qtensor: per-channel scales must be finite and positive and "
+                                         f"zero points in [{qmin}, {qmax}]")
         t._quantizer = PerChannelAffine(scales, zps, axis)
     else:
         raise pickle.UnpicklingError(f"_rebuild_qtensor: malformed quantizer parameters {params!r}")

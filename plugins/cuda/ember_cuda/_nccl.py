@@ -257,22 +257,41 @@ def _unique_id_via_mpi(rank, nccl):
     return world.Get_rank(), world.Get_size(), world.bcast(uid, root=0), world.Dup()
 
 
+def write_unique_id(path, uid) -> None:
+    """Write NCCL's unique id (cupy gives a tuple of 128 small ints) as JSON, atomically: a format that holds
+    data only, so a crafted rendezvous file cannot run code in the ranks that read it."""
+    import json
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"nccl_unique_id": [int(v) for v in uid]}, f)
+    os.replace(tmp, path)
+
+
+def read_unique_id(path):
+    """The unique id from ``write_unique_id``'s file; DistBackendError for anything else (never unpickled)."""
+    import json
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        uid = doc["nccl_unique_id"]
+        if not (isinstance(uid, list) and len(uid) == 128 and all(type(v) is int and -128 <= v < 256 for v in uid)):
+            raise ValueError("expected a list of 128 byte values")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise DistBackendError(f"nccl rendezvous file {path} is not a valid ember rendezvous file ({e})") from None
+    return tuple(uid)
+
+
 def _unique_id_via_file(path, rank, world_size, timeout, nccl):
-    import pickle
     if rank == 0:
         uid = nccl.get_unique_id()
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as f:
-            pickle.dump(uid, f)
-        os.replace(tmp, path)
+        write_unique_id(path, uid)
         return uid
     deadline = time.monotonic() + timeout.total_seconds()
     while not os.path.exists(path):
         if time.monotonic() > deadline:
             raise DistBackendError(f"[Rank {rank}] nccl rendezvous timed out waiting for rank 0 to write {path}")
         time.sleep(0.01)
-    with open(path, "rb") as f:
-        return pickle.load(f)
+    return read_unique_id(path)
 
 
 def create(rank, world_size, timeout, init_method=None):
