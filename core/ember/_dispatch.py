@@ -279,9 +279,9 @@ def {name}({sig}):
         return out
     if _GS.EVER and _AG.check and ({rg}):
         _no_out(_op)
-    out = _check_out(_op, out, __shape, __dtype, __device, ({ins}))
-    __kernel({args}, out=out)
-    return out
+    __dst = _check_out(_op, out, __shape, __dtype, __device, ({ins}), True)
+    __kernel({args}, out=__dst)
+    return _commit_out(out, __dst)
 """
 
 _TEMPLATE_STRUCTURED_MULTI = """
@@ -292,10 +292,11 @@ def {name}({sig}):
     __kernel = _cache.get(__key) or _resolve(__key)
     if out is None:
         out = tuple(_empty(s, d, __device) for s, d in __specs)
-    else:
-        out = _check_outs(_op, out, __specs, __device, ({ins}))
-    __kernel({args}, out=out)
-    return _result(*out)
+        __kernel({args}, out=out)
+        return _result(*out)
+    __dst = _check_outs(_op, out, __specs, __device, ({ins}), True)
+    __kernel({args}, out=__dst)
+    return _result(*(_commit_out(o, d) for o, d in zip(out, __dst)))
 """
 
 _TEMPLATE_INPLACE = """
@@ -343,6 +344,7 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
         "_meta": meta, "_cache": op.cache, "_resolve": _structured_resolver(op) if structured else op.resolve, "_op": op,
         "_LayoutKernel": _LayoutKernel, "_layout_call": _layout_call,
         "_empty": _factory.empty_on, "_check_out": _factory.check_out, "_check_outs": _factory.check_outs,
+        "_commit_out": _factory.commit_out,
         "_check_inplace": _factory.check_inplace, "_bump": _factory.bump_version,
         "_result": multi_output_type, "_AG": _AG_STATE, "_GS": _grad_state, "_rg_list": _rg_list,
         "_record": _autograd_record, "_record_inplace": _autograd_record_inplace, "_no_out": _no_out,

@@ -144,10 +144,14 @@ def check_overlap(out, inputs):
             raise RuntimeError(PARTIAL_OVERLAP)
 
 
-def check_out(op, out, shape, dtype, device, inputs=()):
+def check_out(op, out, shape, dtype, device, inputs=(), defer_resize=False):
     """Validate a user's ``out=`` tensor before anything is written; resize it (as PyTorch does) when its
     shape differs. RuntimeError for an ``out`` that overlaps itself or partly overlaps an input, and for one
-    that must be resized while it shares memory with an input (resizing would change that input first)."""
+    that must be resized while it shares memory with an input (resizing would change that input first).
+
+    With ``defer_resize`` (the generated entry points), an ``out`` that needs resizing is left as it is and
+    a new tensor of the right shape is returned for the kernel to write; ``commit_out`` then gives it to
+    ``out``. So a kernel that fails (an index out of range found while computing) leaves ``out`` untouched."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if out._device is not device:
@@ -165,15 +169,26 @@ def check_out(op, out, shape, dtype, device, inputs=()):
             warnings.warn(f"An output with one or more elements was resized since it had shape "
                           f"{_shape_str(out._shape)}, which does not match the required output shape "
                           f"{_shape_str(shape)}. This behavior is deprecated.", UserWarning, stacklevel=3)
-        out._set_storage_meta(empty_on(shape, out._dtype, device))
+        fresh = empty_on(shape, out._dtype, device)
+        if defer_resize:
+            return fresh
+        out._set_storage_meta(fresh)
     return out
 
 
-def check_outs(op, outs, specs, device, inputs=()):
+def commit_out(out, dst):
+    """After a kernel wrote ``dst`` (from ``check_out(..., defer_resize=True)``): ``out`` takes its storage and
+    geometry when they differ (the deferred resize); returns ``out``."""
+    if dst is not out:
+        out._set_storage_meta(dst)
+    return out
+
+
+def check_outs(op, outs, specs, device, inputs=(), defer_resize=False):
     """Validate a tuple of ``out=`` tensors for a multi-output op (each as ``check_out``)."""
     if not isinstance(outs, (tuple, list)) or len(outs) != len(specs):
         raise TypeError(f"{op.name}(): argument 'out' must be a tuple of {len(specs)} Tensors")
-    return tuple(check_out(op, o, s, d, device, inputs) for o, (s, d) in zip(outs, specs))
+    return tuple(check_out(op, o, s, d, device, inputs, defer_resize) for o, (s, d) in zip(outs, specs))
 
 
 def check_inplace(op, self, shape, dtype, device, inputs=()):

@@ -191,3 +191,38 @@ def test_pytest_plugin_runs_the_suite_and_reports_unexpected_passes(tmp_path):
     p = _pytest(*base, "--ember-xfails", str(xf), "-rX")
     assert p.returncode == 1, p.stdout[-3000:]
     assert "unexpected passes" in p.stdout and "op add int64: stale" in p.stdout
+
+
+# ---------------------------------------------------------------- a failing call writes nothing
+def test_errors_check_catches_a_failing_call_that_wrote_first():
+    """The op database sweep (issue 17): an op whose out= / in-place variant writes before it raises is
+    reported, and a well-behaved one is not."""
+    from ember.testing import SampleInput
+    from ember.testing.conformance import _runner
+
+    class FakeInfo:
+        supports_out = True
+
+        def __init__(self, writes_first):
+            self.writes_first = writes_first
+            self.inplace = self.op_
+
+        def op(self, x, *, out=None):
+            if out is not None and self.writes_first:
+                out.fill_(0)                       # writes, then finds the argument bad
+            raise RuntimeError("bad argument")
+
+        def op_(self, x):
+            if self.writes_first:
+                x.fill_(0)
+            raise RuntimeError("bad argument")
+
+    s = SampleInput(ember.ones(3))
+    for writes, expect in ((True, 2), (False, 0)):
+        problems = []
+        _runner._failing_call_writes_nothing(FakeInfo(writes), s, 1, problems)
+        assert len(problems) == expect, problems
+        if writes:
+            assert "the out= variant failed but wrote into its out= tensor first" in problems[0]
+            assert "the in-place variant failed but wrote into a tensor first" in problems[1]
+    assert s.input.tolist() == [1.0, 1.0, 1.0]         # the sweep works on copies of the sample's input

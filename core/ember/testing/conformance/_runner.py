@@ -583,11 +583,69 @@ def check_view(opinfo, target, dtype_name, index, sample):
         _fail(*args, problems)
 
 
+def _host_copy(t):
+    """(shape, stride, values) of a strided tensor, to tell whether a failing call wrote into it; None for
+    other layouts (sparse: not judged)."""
+    if getattr(t.layout, "name", "strided") != "strided":
+        return None
+    try:
+        return tuple(t.shape), tuple(t.stride()), np.array(t.detach().cpu().numpy(), copy=True)
+    except Exception:  # noqa: BLE001 - a dtype the host cannot view (quantized, ...): shape and stride only
+        return tuple(t.shape), tuple(t.stride()), None
+
+
+def _unchanged(before, t) -> bool:
+    if before is None:
+        return True
+    shape, stride, values = before
+    if tuple(t.shape) != shape or tuple(t.stride()) != stride:
+        return False
+    if values is None:
+        return True
+    now = np.asarray(t.detach().cpu().numpy())
+    return bool(np.array_equal(values, now, equal_nan=values.dtype.kind in "fc"))
+
+
+def _failing_call_writes_nothing(opinfo, sample, n, problems):
+    """An error input, run through the out= variant (an out shaped like the input, holding a sentinel) and the
+    in-place variant: when the call fails, neither its inputs nor ``out`` may have changed (shape, strides,
+    values). A variant that does not fail on these arguments is not judged here."""
+    import ember
+    ts = [t for t in _tensors([sample.input, list(sample.args), list(sample.kwargs.values())])]
+    variants = []
+    try:        # a sample the device cannot even hold a copy of (a dtype it lacks) has no variants to judge
+        if opinfo.supports_out and _is_tensor(sample.input):
+            x = sample.input
+            out = ember.full(tuple(x.shape), 7, dtype=x.dtype, device=x.device) \
+                if x.dtype.is_floating_point or x.dtype.name.startswith(("int", "uint")) \
+                else ember.zeros(tuple(x.shape), dtype=x.dtype, device=x.device)
+            variants.append(("out=", lambda: _call(opinfo, sample, out=out), ts + [out]))
+        if opinfo.inplace is not None and _is_tensor(sample.input):
+            self_ = sample.input.detach().clone()
+            s2 = dataclasses.replace(sample, input=self_)
+            variants.append(("in-place", lambda: _call(opinfo, s2, fn=opinfo.inplace), ts[1:] + [self_]))
+    except Exception:  # noqa: BLE001
+        return
+    for label, call, watched in variants:
+        before = [_host_copy(t) for t in watched]
+        try:
+            call()
+        except Exception:  # noqa: BLE001 - the call failed: it must have written nothing
+            changed = [i for i, (b, t) in enumerate(zip(before, watched)) if not _unchanged(b, t)]
+            if changed:
+                problems.append(f"error input {n} {sample!r}: the {label} variant failed but wrote into "
+                                f"{'its out= tensor' if label == 'out=' and changed[-1] == len(watched) - 1 else 'a tensor'} "
+                                f"first (a failing call must write nothing)")
+
+
 def check_errors(opinfo, target):
-    """``errors``: each ErrorInput raises its class with a message matching its regex, on the device."""
+    """``errors``: each ErrorInput raises its class with a message matching its regex, on the device; and a
+    failing call - functional, out= or in-place - writes nothing into any of its tensors."""
     problems, n = [], 0
     for n, ei in enumerate(opinfo.errors(target.device), 1):
         s = ei.sample
+        watched = _tensors([s.input, list(s.args), list(s.kwargs.values())])
+        before = [_host_copy(t) for t in watched]
         try:
             _call(opinfo, s)
         except ei.error_type as e:
@@ -600,6 +658,10 @@ def check_errors(opinfo, target):
         else:
             problems.append(f"error input {n} {s!r}: did not raise (expected {ei.error_type.__name__} matching "
                             f"{ei.error_regex!r})")
+        if not all(_unchanged(b, t) for b, t in zip(before, watched)):
+            problems.append(f"error input {n} {s!r}: the call failed but wrote into one of its tensors first "
+                            f"(a failing call must write nothing)")
+        _failing_call_writes_nothing(opinfo, s, n, problems)
     if not n:
         raise NotApplicable("the op has no error inputs")
     if problems:
