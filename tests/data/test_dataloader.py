@@ -301,3 +301,28 @@ def test_pin_memory_with_an_accelerator_that_cannot_pin(pinacc, monkeypatch):
     monkeypatch.setattr(pinacc, "services", frozenset())
     with pytest.warns(UserWarning, match="'pin_memory' argument is set as true but not supported on pinacc now"):
         assert _labels(DataLoader(_ds(2), batch_size=2, pin_memory=True)) == [[0, 1]]
+
+
+def test_running_out_of_file_descriptors_names_the_limit_and_the_fix():
+    """Issue 17 part 6: sharing tensors until the open-file limit is reached ends in a RuntimeError that
+    names the limit and how to raise it (a fresh process with a low limit)."""
+    import subprocess
+    import sys
+    import textwrap
+    pytest.importorskip("resource")
+    code = textwrap.dedent("""
+        import resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        import ember
+        kept = []
+        try:
+            for _ in range(1000):
+                kept.append(ember.ones(4).share_memory_())
+        except RuntimeError as e:
+            print("ERR", len(kept), e)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ERR "), r.stdout
+    msg = r.stdout
+    assert "too many open files" in msg and "the limit is 64 open files" in msg and "ulimit -n" in msg

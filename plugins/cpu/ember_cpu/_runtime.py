@@ -38,6 +38,24 @@ class _Foreign:
         pass
 
 
+def _out_of_descriptors(e: OSError, what: str):
+    """The error for running out of file descriptors while sharing memory: it names the limit and the fix."""
+    import errno
+    if e.errno not in (errno.EMFILE, errno.ENFILE):
+        return e
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        limit = f"the limit is {soft} open files for this process (hard limit {hard})"
+    except (ImportError, OSError, ValueError):
+        limit = "the process's open-file limit is reached"
+    return RuntimeError(
+        f"ember: {what} failed: too many open files ({limit}). Each CPU tensor in shared memory holds file "
+        f"descriptors while it lives (a DataLoader batch from a worker is one such tensor per field). Raise the "
+        f"limit (`ulimit -n 65536` in the shell, or resource.setrlimit(resource.RLIMIT_NOFILE, ...) in Python), "
+        f"or keep fewer shared tensors / batches alive at once.")
+
+
 class SharedSegment:
     """An anonymous shared-memory file (a memfd, else an unlinked file in /dev/shm) for one storage.
 
@@ -60,12 +78,16 @@ class SharedSegment:
         """A new segment of ``nbytes`` zeroed bytes: a memfd (or an unlinked /dev/shm temp file where memfd_create is
         missing) truncated to size.
         """
-        if hasattr(os, "memfd_create"):
-            fd = os.memfd_create("ember-shared", os.MFD_CLOEXEC)
-        else:
-            import tempfile
-            fd, path = tempfile.mkstemp(prefix="ember-shared-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-            os.unlink(path)
+        try:
+            if hasattr(os, "memfd_create"):
+                fd = os.memfd_create("ember-shared", os.MFD_CLOEXEC)
+            else:
+                import tempfile
+                fd, path = tempfile.mkstemp(prefix="ember-shared-",
+                                            dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+                os.unlink(path)
+        except OSError as e:
+            raise _out_of_descriptors(e, "moving a tensor to shared memory") from None
         try:
             os.ftruncate(fd, nbytes)
         except BaseException:
@@ -78,7 +100,10 @@ class SharedSegment:
         if not self.nbytes:
             return np.empty(0, np.uint8)
         import mmap
-        return np.frombuffer(mmap.mmap(self.fd, self.nbytes), np.uint8)
+        try:
+            return np.frombuffer(mmap.mmap(self.fd, self.nbytes), np.uint8)
+        except OSError as e:
+            raise _out_of_descriptors(e, "mapping shared memory") from None
 
     def __del__(self):
         try:
