@@ -354,16 +354,15 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
             ns[f"{a.name}_default"] = a.default
     args = _call_args(op.schema)
     rg, kw = _requires_grad_expr(op.schema), _kwargs_dict(op.schema)
-    # the arguments that may be tensors an out= / in-place write must not partly overlap
-    first = op.schema.arguments[0].name if op.schema.arguments else ""
+    # the arguments that may be tensors an out= / in-place write (of the first argument) must not partly overlap
     ins = "".join(f"{a.name}, " for a in op.schema.arguments if a.name != "out")
+    ins_rest = "".join(f"{a.name}, " for a in op.schema.arguments[1:] if a.name != "out")
     multi = len(op.schema.returns) > 1
     if structured:
         template = _TEMPLATE_STRUCTURED_MULTI if multi else _TEMPLATE_STRUCTURED
         src = template.format(name=op.name, sig=_signature(op.schema, True), args=args, rg=rg, kw=kw, ins=ins)
     else:
-        src = _TEMPLATE_FREEFORM.format(name=op.name, sig=_signature(op.schema, False), args=args, rg=rg, kw=kw,
-                                        ins=ins)
+        src = _TEMPLATE_FREEFORM.format(name=op.name, sig=_signature(op.schema, False), args=args, rg=rg, kw=kw)
     exec(compile(src, f"<ember op {op.name}>", "exec"), ns)
     fn = ns[op.name]
     fn._op = op
@@ -372,7 +371,7 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
     fn.__module__ = "ember"
     if inplace:
         src = _TEMPLATE_INPLACE.format(name=op.name, sig=_signature(op.schema, False), args=args,
-                                       first=op.schema.arguments[0].name, rg=rg, kw=kw, ins=ins[len(first) + 2:])
+                                       first=op.schema.arguments[0].name, rg=rg, kw=kw, ins=ins_rest)
         exec(compile(src, f"<ember op {op.name}_>", "exec"), ns)
         fn_ = ns[op.name + "_"]
         fn_._op = op

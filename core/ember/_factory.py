@@ -134,7 +134,7 @@ def check_overlap(out, inputs):
     st = out._storage
     span = None
     for t in inputs:
-        if t.__class__ is not Tensor and not isinstance(t, Tensor) or t is out or t._storage is not st:
+        if not isinstance(t, Tensor) or t is out or t._storage is not st:
             continue
         if t._offset == out._offset and t._stride == out._stride and t._shape == out._shape:
             continue                                  # full overlap: elementwise in place is well defined

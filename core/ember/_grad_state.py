@@ -7,8 +7,8 @@ recorded op's kernel). ``STATE`` is a ``threading.local``: each thread that touc
 grad mode on, outside any block, whatever other threads are doing.
 
 Process-wide, as in PyTorch: anomaly detection (``STATE.anomaly`` / ``anomaly_check_nan`` are
-class attributes, written through ``set_anomaly``), and ``ever``: whether some tensor in this
-process has ever required grad.
+class attributes, written through ``set_anomaly``), and ``EVER`` (a module attribute): whether some
+tensor in this process has ever required grad.
 
 ``STATE.check`` is what an entry point tests before looking at its arguments: it is true only
 when this thread's grad mode is on, the thread is not below autograd, *and* some tensor has ever
@@ -23,7 +23,6 @@ import threading
 
 class _State(threading.local):
     # process-wide (class attributes: never assigned through an instance)
-    ever = False               # some tensor has required grad in this process
     anomaly = False            # detect_anomaly
     anomaly_check_nan = True
 
@@ -32,15 +31,15 @@ class _State(threading.local):
         self.enabled = True        # grad mode (no_grad / enable_grad / set_grad_enabled)
         self.inference = False     # inference_mode
         self.below = 0             # depth of "below autograd" blocks (composites, recorded kernels)
-        self.check = _State.ever   # enabled and not below and ever: entry points test this one flag
+        self.check = EVER          # enabled and not below and EVER: entry points test this one flag
         _register(self.__dict__)
 
     def update(self):
         """Recompute ``check`` after ``enabled`` or ``below`` changed (this thread)."""
-        self.check = self.enabled and not self.below and _State.ever
+        self.check = self.enabled and not self.below and EVER
 
 
-#: the same as ``_State.ever``, as a module attribute: the generated entry points test ``EVER and STATE.check``,
+#: some tensor in this process has ever required grad. The generated entry points test ``EVER and STATE.check``,
 #: so a process that never uses autograd skips the per-thread lookup (a module attribute is cheaper to read)
 EVER = False
 
@@ -65,9 +64,9 @@ def mark_requires_grad():
     """Called when a tensor first requires grad: from now on entry points look at their inputs, in every
     thread."""
     global EVER
-    if not _State.ever:
+    if not EVER:
         with _lock:
-            _State.ever = EVER = True
+            EVER = True
             for d in list(_threads.values()):
                 d["check"] = d["enabled"] and not d["below"]
 
@@ -90,7 +89,7 @@ class below_autograd:
     def __exit__(self, *exc):
         s = STATE
         s.below -= 1
-        s.check = s.enabled and not s.below and _State.ever
+        s.update()
 
 
 BELOW = below_autograd()

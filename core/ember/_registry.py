@@ -18,7 +18,8 @@ device_types: dict = {}
 #: layout name -> layout
 layouts: dict = {"strided": strided}
 
-# pip package that provides a device type, for the "not available" message
+# pip package that provides a device type, for the "not available" message (and, in ember.plugins, the package
+# that owns it: RESERVED_DEVICE_TYPES)
 KNOWN_PACKAGES = {"cpu": "ember-cpu", "cuda": "ember-cuda[cuda12]", "opencl": "ember-opencl[cpu]"}
 
 
@@ -228,12 +229,15 @@ def missing_device_module(name: str) -> types.ModuleType:
 
 class _MissingDeviceModule(types.ModuleType):
     def is_available(self):
+        """False: no plugin provides this device type (as a CPU-only PyTorch's ``torch.cuda.is_available()``)."""
         return False
 
     def device_count(self):
+        """0: no plugin provides this device type."""
         return 0
 
     def is_initialized(self):
+        """False: there is nothing to initialise."""
         return False
 
     def unavailable_reason(self):

@@ -218,6 +218,10 @@ class Registry:
         self._undo = []
         self._libraries = []
 
+    def _defined_ops(self) -> set:
+        """The dispatcher names of the ops this plugin's libraries define (staged or committed)."""
+        return {n for lib in self._libraries for n in lib._ops}
+
     # -- what the manifest declares
     def _declared(self, kind: str) -> set:
         return set((self.provides or {}).get(kind, ()))
@@ -239,7 +243,7 @@ class Registry:
         a device type, layout or (non-core) dtype its manifest declares, or the op is one it defines."""
         if self.provides is None:
             return True
-        if op_name in {n for lib in self._libraries for n in lib._ops}:
+        if op_name in self._defined_ops():
             return True
         if device is not ANY and device in self._declared("device_types"):
             return True
@@ -420,16 +424,17 @@ class Library:
             ns, _, rest = op_name.partition("::")
             return rest if ns == "aten" or ns == "ember" else f"{ns}_{rest}"
         base = op_name.split(".")[0]
-        if base not in _dispatch.ops and f"{self.ns}_{base}" in _dispatch.ops | self._pending_defs():
+        own = f"{self.ns}_{base}"
+        if base not in _dispatch.ops and (own in _dispatch.ops or own in self._pending_defs()):
             return f"{self.ns}_{op_name}"
         return op_name
 
-    def _pending_defs(self) -> dict:
+    def _pending_defs(self) -> set:
         # ops defined by a staged (not yet committed) define of this plugin, so that a plugin
         # may define an op and register its kernels in the same ember_register
         if self._registry is None:
-            return {}
-        return {n: None for lib in self._registry._libraries for n in lib._ops}
+            return set()
+        return self._registry._defined_ops()
 
     def impl(self, op_name: str, fn=None, *, device=ANY, layout=None, dtypes=None, priority: int = 0):
         """Register ``fn`` as the kernel of ``op_name`` for (device, layout, each dtype).

@@ -172,7 +172,7 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
+    except OSError:
         return True                     # someone else's live process (or we cannot tell): keep its file
     return True
 
@@ -239,7 +239,6 @@ _DEFAULT_SAFE_NAMES = frozenset({
 # opcodes of their own), each through a guard that accepts only the arguments such a pickle passes: a
 # materialised list or bytes, never a count or an iterator, so a tiny file cannot build a huge object
 # (``list(range(40_000_000))``, ``bytearray(2**34)``, ``set(range(...))``).
-_MAX_DIMS = 64
 
 
 def _materialised(arg, *types):
@@ -256,8 +255,8 @@ def _guard(name, fn, check):
     return guarded
 
 
-def _guarded_builtin(key):
-    """The guarded constructor for allow-listed builtin ``key`` ("builtins.set", ...)."""
+def _guarded_builtins() -> dict:
+    """The guarded constructors of the allow-listed builtins, by "module.name" (built once)."""
     import collections
     sized = lambda a: not a or (len(a) == 1 and _materialised(a[0], list, tuple, set, frozenset))  # noqa: E731
     numbers = lambda a: len(a) <= 3 and all(type(x) in (int, float, type(None)) for x in a)      # noqa: E731
@@ -273,7 +272,10 @@ def _guarded_builtin(key):
         "builtins.range": _guard("range", range, lambda a: 1 <= len(a) <= 3 and all(type(x) is int for x in a)),
         "collections.OrderedDict": _guard("OrderedDict", collections.OrderedDict,
                                           lambda a: not a or (len(a) == 1 and _materialised(a[0], list, dict))),
-    }[key]
+    }
+
+
+_GUARDED = _guarded_builtins()
 #: modules whose globals are refused with "whose module ... is blocked" (no add_safe_globals hint)
 _BLOCKED_MODULES = frozenset({"os", "posix", "nt", "subprocess", "sys", "shutil", "socket", "importlib",
                               "runpy", "pty", "ctypes", "code", "pickle", "_pickle", "marshal", "webbrowser",
@@ -295,9 +297,10 @@ def _resolve_default(key):
     if key == "_codecs.encode":
         return _latin1_encode
     if module in ("builtins", "collections"):
-        return _guarded_builtin(key)
+        return _GUARDED[key]
     if key == "ember._tensor.Size":
         from ._tensor import Size
+        from ._serialization_support import _MAX_DIMS
         return _guard("Size", Size, lambda a: len(a) == 1 and _materialised(a[0], tuple, list) and
                       len(a[0]) <= _MAX_DIMS)
     import importlib
@@ -379,6 +382,8 @@ class _WeightsUnpickler(pickle._Unpickler):
     dispatch = dict(pickle._Unpickler.dispatch)
 
     def find_class(self, module, name):
+        """The global ``module.name`` if allow-listed (user's first, then ember's guarded defaults); else
+        ``pickle.UnpicklingError`` naming it and how to allow-list it."""
         if self.proto < 3 and self.fix_imports:          # protocol 2 spells builtins "__builtin__"
             import _compat_pickle
             if (module, name) in _compat_pickle.NAME_MAPPING:
@@ -400,6 +405,7 @@ class _WeightsUnpickler(pickle._Unpickler):
                                          f"allowlist this global if you trust this class/function.")
 
     def load_build(self):
+        """BUILD (``__setstate__``), only on an OrderedDict or an allow-listed class; UnpicklingError otherwise."""
         stack = self.stack
         state = stack[-1]
         inst = stack[-2]
@@ -593,6 +599,8 @@ class _Reader:
         return np.frombuffer(bytearray(data), np.uint8), False
 
     def storage(self, pid):
+        """The storage a persistent id ``("storage", key, location, nbytes, dtype)`` names, read once per key and
+        placed as ``map_location`` says; UnpicklingError for a malformed id, RuntimeError for a bad record."""
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], str)
                 and isinstance(pid[2], str) and type(pid[3]) is int and pid[3] >= 0 and isinstance(pid[4], str)):
             raise pickle.UnpicklingError(f"ember.load: unsupported persistent id {pid!r}")

@@ -122,29 +122,23 @@ def ember_register(registry):
     assert "NEG [7.0]\nNEG [-1.0]" in r.stdout
 
 
-def test_a_cpu_device_type_registered_by_another_plugin(tmp_path):
-    src = MANIFEST.format(name="usurper", provides='{"device_types": ["cpu"]}') + """
+@pytest.mark.parametrize("name, declared, device, refusal", [
+    # another plugin's device type, even when the newcomer's manifest declares it
+    ("usurper", '["cpu"]', "cpu", "registers device type 'cpu', which belongs to plugin 'cpu' (package ember_cpu)"),
+    # a device type the manifest does not declare
+    ("undeclared", "[]", "mydev", "registers device type 'mydev', which its manifest does not declare"),
+])
+def test_a_device_type_the_plugin_may_not_register_is_refused(tmp_path, name, declared, device, refusal):
+    src = MANIFEST.format(name=name, provides=f'{{"device_types": {declared}}}') + f"""
 @hookimpl
 def ember_register(registry):
-    from ember.testing import HostMemoryRuntime as CPURuntime
-    registry.register_device_type("cpu", CPURuntime(), caching_allocator=False)
+    from ember.testing import HostMemoryRuntime
+    registry.register_device_type("{device}", HostMemoryRuntime(), caching_allocator=False)
 """
-    r = run(fake_dist(tmp_path, "ember-usurper", "usurper", "usurper_plugin", src))
+    r = run(fake_dist(tmp_path, f"ember-{name}", name, f"{name}_plugin", src))
     assert_cpu_works(r)
-    line = plugin_line(r, "usurper")
-    assert "failed" in line and "registers device type 'cpu', which belongs to plugin 'cpu' (package ember_cpu)" in line
-
-
-def test_an_undeclared_device_type_is_refused(tmp_path):
-    src = MANIFEST.format(name="undeclared", provides='{"device_types": []}') + """
-@hookimpl
-def ember_register(registry):
-    from ember.testing import HostMemoryRuntime as CPURuntime
-    registry.register_device_type("mydev", CPURuntime(), caching_allocator=False)
-"""
-    r = run(fake_dist(tmp_path, "ember-undeclared", "undeclared", "undeclared_plugin", src))
-    assert_cpu_works(r)
-    assert "registers device type 'mydev', which its manifest does not declare" in plugin_line(r, "undeclared")
+    line = plugin_line(r, name)
+    assert "failed" in line and refusal in line
 
 
 def test_a_stale_distribution_with_an_entry_point_also_named_cpu(tmp_path):

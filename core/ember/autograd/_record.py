@@ -88,9 +88,11 @@ class _Constant:
         self.value = value
 
     def unpack(self, node=None):
+        """The saved value (any Python object; ``node`` is ignored)."""
         return self.value
 
     def release(self):
+        """Nothing to free: a plain value holds no graph."""
         pass
 
 

@@ -273,6 +273,7 @@ class _OnceDifferentiableError(Node):
     _name = "DelayedError"
 
     def apply(self, grads):
+        """RuntimeError: a @once_differentiable backward was differentiated again (matches PyTorch's error)."""
         raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")
 
 

@@ -70,6 +70,7 @@ class _ModeContext:
         return wrapper
 
     def clone(self):
+        """A fresh context manager of the same kind (one per decorated call)."""
         return self.__class__()
 
 

@@ -21,6 +21,7 @@ import pluggy
 
 from . import hookspecs
 from .hookspecs import API_VERSION
+from .._registry import KNOWN_PACKAGES
 
 __all__ = ["hookimpl", "register", "unregister", "list", "PluginInfo", "PluginError", "API_VERSION",
            "ensure_loaded"]
@@ -55,8 +56,9 @@ _plugins: dict = {}       # name -> PluginInfo
 _dropped: list = []       # PluginInfo of entry points skipped for a duplicate name
 _undo: dict = {}          # name -> rollback callables of a loaded plugin
 
-#: device types only one package may register (a plugin that loads earlier cannot take them)
-RESERVED_DEVICE_TYPES = {"cpu": "ember_cpu", "cuda": "ember_cuda", "opencl": "ember_opencl"}
+#: device types only one package may register (a plugin that loads earlier cannot take them): the device types
+#: of ember's own plugins, each owned by the top-level package of its distribution ("ember-cpu" -> ember_cpu)
+RESERVED_DEVICE_TYPES = {name: dist.partition("[")[0].replace("-", "_") for name, dist in KNOWN_PACKAGES.items()}
 
 
 def _manager() -> pluggy.PluginManager:

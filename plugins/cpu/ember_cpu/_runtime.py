@@ -35,6 +35,7 @@ class _Foreign:
         self.raw = raw
 
     def release(self, storage):
+        """Nothing to free: the foreign memory belongs to its owner (numpy)."""
         pass
 
 

@@ -65,7 +65,7 @@ import numpy as np
 __all__ = ["CTYPES", "ctype", "np_ctype", "scalar", "i64", "shape_params", "shape_args", "tensor_params",
            "tensor_args", "unravel", "offset", "load", "store", "inner_class", "loop",
            "loop_grid", "launch_loop", "collapse", "build", "launch", "state_of", "buffer",
-           "work_group_limits", "FP64_PRAGMA"]
+           "work_group_limits", "build_program", "build_log", "FP64_PRAGMA"]
 
 # ember dtype name -> OpenCL C type (bool is stored as one byte, 0 or 1)
 CTYPES = {
@@ -297,16 +297,10 @@ def build(state, source: str, name: str):
         header += FP16_PRAGMA
     # without cl_khr_fp16, half is still a storage type: vload_half / vstore_half_rte convert through float
     try:
-        with warnings.catch_warnings():
-            # Intel's runtime prints a build log for every program; pyopencl turns that into a CompilerWarning
-            # per kernel. A failed build raises below, with the log; a successful one is not news.
-            warnings.simplefilter("ignore", cl.CompilerWarning)
-            prg = cl.Program(state.context, header + source).build(options=state.build_options)
+        prg = build_program(state.context, header + source, state.build_options)
         k = getattr(prg, name)
     except cl.Error as e:
-        log = getattr(e, "build_log", None) or str(e)
-        if not isinstance(log, str):     # [(device, log), ...] in some pyopencl versions
-            log = "\n".join(str(x[1]) if isinstance(x, tuple) else str(x) for x in log)
+        log = build_log(e)
         hint = ("\n(the device does not report cl_khr_fp16: float16 can only be loaded and stored, with "
                 "vload_half / vstore_half_rte)") if uses_half and not state.fp16 else ""
         raise RuntimeError(f"ember-opencl: building OpenCL kernel '{name}' failed on {state.label} "
@@ -348,6 +342,24 @@ def _scalar_arg_dtypes(source: str, name: str):
             return None
         out.append(NP_CTYPES[words[0]])
     return out
+
+
+def build_program(context, source: str, options=()):
+    """``cl.Program(context, source).build(options)``, quietly: Intel's runtime prints a build log for every
+    program, which pyopencl turns into a CompilerWarning per kernel. A failed build raises ``cl.Error``
+    (``build_log`` gives its text); a successful one is not news."""
+    import pyopencl as cl
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cl.CompilerWarning)
+        return cl.Program(context, source).build(options=list(options))
+
+
+def build_log(error) -> str:
+    """The compiler's log of a failed build (``cl.Error``) as text."""
+    log = getattr(error, "build_log", None) or str(error)
+    if not isinstance(log, str):     # [(device, log), ...] in some pyopencl versions
+        log = "\n".join(str(x[1]) if isinstance(x, tuple) else str(x) for x in log)
+    return log
 
 
 def launch(state, kernel, global_size, args, local_size=None):

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 
 import numpy as np
 
 from ember.library import DeviceRuntime, PhiloxState
+
+from . import _codegen
 
 
 class DeviceState:
@@ -101,14 +102,9 @@ def probe(device):
         ctx = cl.Context([device])
         queue = cl.CommandQueue(ctx, device)
         try:
-            with warnings.catch_warnings():       # a runtime's informational build log is not news here
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                prg = cl.Program(ctx, PROBE_SOURCE).build()
+            prg = _codegen.build_program(ctx, PROBE_SOURCE)
         except cl.Error as e:
-            log = getattr(e, "build_log", None) or str(e)
-            if not isinstance(log, str):
-                log = "\n".join(str(x[1]) if isinstance(x, tuple) else str(x) for x in log)
-            lines = [ln.strip() for ln in log.strip().splitlines() if ln.strip()]
+            lines = [ln.strip() for ln in _codegen.build_log(e).strip().splitlines() if ln.strip()]
             raise RuntimeError("building a trivial kernel failed: " + " | ".join(lines[:6])) from None
         buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 16)
         prg.ember_probe(queue, (4,), None, buf)

@@ -611,7 +611,7 @@ def _failing_call_writes_nothing(opinfo, sample, n, problems):
     in-place variant: when the call fails, neither its inputs nor ``out`` may have changed (shape, strides,
     values). A variant that does not fail on these arguments is not judged here."""
     import ember
-    ts = [t for t in _tensors([sample.input, list(sample.args), list(sample.kwargs.values())])]
+    ts = _tensors([sample.input, list(sample.args), list(sample.kwargs.values())])
     variants = []
     try:        # a sample the device cannot even hold a copy of (a dtype it lacks) has no variants to judge
         if opinfo.supports_out and _is_tensor(sample.input):
