@@ -120,6 +120,14 @@ def _system_icds() -> dict:
     return out
 
 
+def _missing_libraries(icds: dict) -> list:
+    """(icd file, problem) for ICD files naming an absolute library path that does not exist: the loader skips
+    them without a word, so ember says it."""
+    return [(name, f"the ICD file {name} names {lib}, which does not exist (a removed or moved OpenCL runtime; "
+                   f"reinstall it or delete the ICD file)")
+            for name, lib in icds.items() if os.path.isabs(lib) and not os.path.exists(lib)]
+
+
 def _cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "ember" / "opencl-vendors"
@@ -161,7 +169,8 @@ def expose_installed_runtimes() -> _Exposed:
     if EXPOSED.vendors_dir or EXPOSED.respected_user:
         return EXPOSED
     runtimes = installed_runtimes()
-    EXPOSED.problems = tuple((r.name, r.problem) for r in runtimes if r.problem)
+    EXPOSED.problems = tuple((r.name, r.problem) for r in runtimes if r.problem) + \
+        tuple(_missing_libraries(_system_icds()))
     user = os.environ.get("OCL_ICD_VENDORS", "")
     if user:
         EXPOSED.respected_user = user

@@ -191,3 +191,17 @@ def test_a_kernel_that_fails_to_build_after_the_probe_names_runtime_device_and_f
     msg = str(e.value)
     assert "building OpenCL kernel 'ember_broken' failed on opencl:0" in msg
     assert st.runtime_label in msg and "EMBER_OPENCL_PLATFORM" in msg and "undefined_name" in msg
+
+
+def test_an_icd_file_naming_a_missing_library_is_reported(tmp_path, monkeypatch):
+    """The ICD loader skips such a runtime silently; ember names the file, the library and the fix."""
+    sysdir = tmp_path / "etc-vendors"
+    sysdir.mkdir()
+    (sysdir / "gone.icd").write_text(str(tmp_path / "libgoneocl.so") + "\n")
+    monkeypatch.setattr(_icd, "SYSTEM_VENDORS", sysdir)
+    monkeypatch.setattr(_icd, "installed_runtimes", lambda: [])
+    monkeypatch.setattr(_icd, "EXPOSED", _icd._Exposed())
+    monkeypatch.setenv("OCL_ICD_VENDORS", str(tmp_path))             # leave the environment alone
+    problems = dict(_icd.expose_installed_runtimes().problems)
+    assert "gone.icd" in problems
+    assert "libgoneocl.so, which does not exist" in problems["gone.icd"] and "reinstall it" in problems["gone.icd"]
