@@ -10,7 +10,7 @@ from __future__ import annotations
 import pickle
 import zlib
 
-from ._backend import ReduceOp, canonical_op
+from ._backend import _OPS, DistBackendError, ReduceOp, canonical_op
 from ._groups import *  # noqa: F401,F403 - re-exported: ember.distributed's names come from here
 from ._groups import __all__ as _groups_all
 from ._groups import _state, _group, _not_member, get_group_rank
@@ -75,35 +75,47 @@ _OP_CODES = {"ALLREDUCE": 1, "BROADCAST": 2, "REDUCE": 3, "ALLGATHER": 4, "_ALLG
              "_REDUCE_SCATTER_BASE": 6, "GATHER": 7, "SCATTER": 8, "ALLTOALL_BASE": 9, "BARRIER": 10}
 
 
-def _signature(g, op_type, tensors):
-    """What every rank must agree on for this collective: [sequence number, op, dtype, device type,
-    ndim, shape (8 dims, padded)]. all_to_all_single's dim 0 may differ across ranks (uneven
-    splits), so it is left out there."""
+def _signature(g, op_type, tensors, op=None, root=None):
+    """What every rank must agree on for this collective: [sequence number, op type, dtype, device
+    type, reduce op (value + 1, 0: none), root (group rank + 1, 0: none), ndim, shape (8 dims,
+    padded)]. all_to_all_single's dim 0 may differ across ranks (uneven splits), so it is left out
+    there."""
     t0 = tensors[0] if tensors else None
     shape = list(t0._shape) if t0 is not None else []
     if op_type == "ALLTOALL_BASE":
         shape = shape[1:]
     return [g._seq, _OP_CODES.get(op_type, 0), zlib.crc32(str(t0._dtype).encode()) if t0 is not None else 0,
-            zlib.crc32(t0._device.type.encode()) if t0 is not None else 0, len(shape)] + (shape + [0] * 8)[:8]
+            zlib.crc32(t0._device.type.encode()) if t0 is not None else 0,
+            0 if op is None else op.value + 1, 0 if root is None else root + 1,
+            len(shape)] + (shape + [0] * 8)[:8]
 
 
-def _quick_check(g, op_type, tensors, device="cpu"):
+_SIG_SHAPE = 7       # where the shape starts in a signature (its ndim is just before)
+
+
+def _quick_check(g, op_type, tensors, device="cpu", op=None, root=None):
     """Always on: every rank's backend agrees on the call's signature with one tiny MAX
     all-reduce of it and its negation (max == -max(-x) iff all equal) - one small-message
     latency. On a mismatch every rank runs ``_fingerprint``, which gathers the signatures and
     raises the described error on every rank."""
-    dev = tensors[0]._device if tensors else "cpu"
-    if not g._get_backend(device).agree(_signature(g, op_type, tensors), dev):
-        _fingerprint(g, op_type, tensors, device)
+    dev = tensors[0]._device if tensors else device
+    try:
+        same = g._get_backend(device).agree(_signature(g, op_type, tensors, op, root), dev)
+    except DistBackendError as e:      # a dead or late peer: name the collective the user called
+        raise DistBackendError(f"{e} (in the check that every rank calls {op_type} SeqNum={g._seq} with the same "
+                               f"arguments)") from None
+    if not same:
+        _fingerprint(g, op_type, tensors, device, op, root)
 
 
-def _fingerprint(g, op_type, tensors, device="cpu"):
+def _fingerprint(g, op_type, tensors, device="cpu", op=None, root=None):
     """TORCH_DISTRIBUTED_DEBUG=DETAIL (or a mismatch found by ``_quick_check``): every rank checks
     that all call the same collective with tensors of the same shape, dtype and device type (one
-    small all_gather), and raises PyTorch's "Detected mismatch between collectives" message."""
+    small all_gather), and raises PyTorch's "Detected mismatch between collectives" message (with
+    the reduce op and the root where they differ, which PyTorch does not check)."""
     import ember
-    rec = _signature(g, op_type, tensors)
-    dev = tensors[0]._device if tensors else "cpu"
+    rec = _signature(g, op_type, tensors, op, root)
+    dev = tensors[0]._device if tensors else device
     mine = ember.tensor(rec, dtype=ember.int64, device=dev)
     allr = ember.empty(g.size() * len(rec), dtype=ember.int64, device=dev)
     g._get_backend(device).allgather_into_tensor(allr, mine).wait()
@@ -117,25 +129,34 @@ def _fingerprint(g, op_type, tensors, device="cpu"):
     dtypes = {zlib.crc32(str(d).encode()): str(d).replace("ember.", "") for d in _dtype._BY_NAME.values()}
     devices = {zlib.crc32(n.encode()): n for n in _registry.device_types}
 
+    ops = {o.value + 1: o.name for o in _OPS.values()}
+
     def describe(row):
-        shp = row[5:5 + row[4]]
+        shp = row[_SIG_SHAPE:_SIG_SHAPE + row[_SIG_SHAPE - 1]]
         dt = dtypes.get(row[2], f"<dtype #{row[2]}>") if row[2] else "none"
         dv = devices.get(row[3], f"<device #{row[3]}>") if row[3] else "none"
+        extra = (f", ReduceOp={ops.get(row[4], row[4])}" if row[4] else "") + (f", Root={row[5] - 1}" if row[5] else "")
         return (f"CollectiveFingerPrint(SequenceNumber={row[0]}, OpType={names.get(row[1], row[1])}, "
-                f"TensorShape={shp}, TensorDtypes={dt}, TensorDeviceTypes={dv})")
+                f"TensorShape={shp}, TensorDtypes={dt}, TensorDeviceTypes={dv}{extra})")
     r = next(r for r, row in enumerate(rows) if row != mine)
     raise RuntimeError(f"Detected mismatch between collectives on ranks. Rank {g.rank()} is running collective: "
                        f"{describe(mine)}, but Rank {r} is running collective: {describe(rows[r])}.")
 
 
-def _run(g, op_type, tensors, call, async_op):
+def _check_call(g, op_type, tensors, dev, op=None, root=None):
+    """The cross-rank check of one collective (see ``_quick_check``), unless turned off."""
+    if _state.check == "OFF":
+        return
+    g._seq += 1
+    if _state.check == "DETAIL":
+        _fingerprint(g, op_type, tensors, dev, op, root)
+    else:
+        _quick_check(g, op_type, tensors, dev, op, root)
+
+
+def _run(g, op_type, tensors, call, async_op, op=None, root=None):
     dev = tensors[0]._device.type if tensors else "cpu"
-    if op_type in _OP_CODES and _state.check != "OFF":
-        g._seq += 1
-        if _state.check == "DETAIL":
-            _fingerprint(g, op_type, tensors, dev)
-        else:
-            _quick_check(g, op_type, tensors, dev)
+    _check_call(g, op_type, tensors, dev, op, root)
     work = call(g._get_backend(dev))
     if async_op:
         return work
@@ -163,7 +184,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     if _not_member(group):
         return None
     g = _group(group)
-    return _run(g, "ALLREDUCE", [tensor], lambda b: b.allreduce(tensor, op), async_op)
+    return _run(g, "ALLREDUCE", [tensor], lambda b: b.allreduce(tensor, op), async_op, op=op)
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
@@ -174,7 +195,7 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
         return None
     g = _group(group)
     root = _peer(g, src, group_src, "src")
-    return _run(g, "BROADCAST", [tensor], lambda b: b.broadcast(tensor, root), async_op)
+    return _run(g, "BROADCAST", [tensor], lambda b: b.broadcast(tensor, root), async_op, root=root)
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
@@ -186,7 +207,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_
         return None
     g = _group(group)
     root = _peer(g, dst, group_dst, "dst")
-    return _run(g, "REDUCE", [tensor], lambda b: b.reduce(tensor, root, op), async_op)
+    return _run(g, "REDUCE", [tensor], lambda b: b.reduce(tensor, root, op), async_op, op=op, root=root)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
@@ -248,7 +269,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     if output._dtype is not input._dtype:
         raise ValueError("output tensor must have the same type as input tensor")
     _same_device(output, input)
-    return _run(g, "_REDUCE_SCATTER_BASE", [input], lambda b: b.reduce_scatter_tensor(output, input, op), async_op)
+    return _run(g, "_REDUCE_SCATTER_BASE", [input], lambda b: b.reduce_scatter_tensor(output, input, op), async_op,
+                op=op)
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
@@ -278,7 +300,8 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group
         _same_device(tensor, *gather_list)
     elif gather_list:
         raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
-    return _run(g, "GATHER", [tensor], lambda b: b.gather(list(gather_list), tensor, root), async_op)
+    return _run(g, "GATHER", [tensor], lambda b: b.gather(list(gather_list), tensor, root), async_op,
+                root=root)
 
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
@@ -308,7 +331,8 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
         _same_device(tensor, *scatter_list)
     elif scatter_list:
         raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
-    return _run(g, "SCATTER", [tensor], lambda b: b.scatter(tensor, list(scatter_list), root), async_op)
+    return _run(g, "SCATTER", [tensor], lambda b: b.scatter(tensor, list(scatter_list), root), async_op,
+                root=root)
 
 
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False):
@@ -343,15 +367,18 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
 
 def barrier(group=None, async_op=False, device_ids=None):
-    """Block until every rank of ``group`` reached the barrier (matches torch.distributed.barrier)."""
+    """Block until every rank of ``group`` reached the barrier (matches torch.distributed.barrier).
+
+    Checked like every collective: a rank that ran one collective more or fewer than the others
+    makes the barrier raise "Detected mismatch between collectives" on every rank instead of
+    passing (PyTorch checks this only with TORCH_DISTRIBUTED_DEBUG=DETAIL).
+    """
     if _not_member(group):
         return None
     g = _group(group)
-    if _state.check == "DETAIL":
-        g._seq += 1
-        _fingerprint(g, "BARRIER", [])
-    b = g._get_backend("cpu") if "cpu" in g._backends or "*" in g._backends else g._unique_backends()[0]
-    work = b.barrier()
+    dev = "cpu" if "cpu" in g._backends or "*" in g._backends else next(iter(g._backends))
+    _check_call(g, "BARRIER", [], dev)
+    work = g._get_backend(dev).barrier()
     if async_op:
         return work
     work.wait()

@@ -6,6 +6,13 @@ a peer that died or hangs makes this rank raise ``DistBackendError`` naming the
 collective and the rank instead of blocking forever. The communicator is a duplicate of
 ``COMM_WORLD`` with ``MPI.ERRORS_RETURN``, so transport errors come back as exceptions.
 
+Failures end in errors, not hangs (see docs/reliability.md for what mpich can and cannot
+guarantee): ``MPI_Init`` runs with the group's timeout (a rank that died before
+``init_process_group`` leaves the others waiting in it forever otherwise); while a collective
+waits, this rank checks every half second, and at once when mpich's launcher signals a failed
+process (SIGUSR1, under ``mpiexec -disable-auto-cleanup``), whether a peer on this host has
+exited, and then raises ``DistBackendError`` naming the collective and the dead rank.
+
 cpu tensors (any device whose runtime has ``host_memory``) are handed to MPI as numpy
 views of their storage: no copy. Tensors on other devices are staged through a host
 numpy copy (``DeviceRuntime.to_numpy`` / ``from_numpy``). float16 and bfloat16 are
@@ -17,9 +24,12 @@ mpi4py is imported here only, when the backend is first created.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
+import signal
 import socket
 import sys
+import threading
 import time
 
 import numpy as np
@@ -34,9 +44,135 @@ _MPI = None
 def _mpi():
     global _MPI
     if _MPI is None:
+        if "mpi4py.MPI" not in sys.modules:
+            import mpi4py
+            # ember initialises MPI itself, with a deadline (_init_mpi), and finalises it at exit
+            mpi4py.rc.initialize = False
+            mpi4py.rc.finalize = True
         from mpi4py import MPI
         _MPI = MPI
     return _MPI
+
+
+def _libmpi():
+    """The MPI library mpi4py loaded (from this process's memory map), as a ctypes handle; None
+    where it cannot be found (then MPI is initialised on the calling thread, without a deadline)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({ln.split()[-1] for ln in f if "/libmpi" in ln and ln.split()[-1].startswith("/")})
+        for path in paths:
+            lib = ctypes.CDLL(path)
+            if hasattr(lib, "MPI_Init_thread"):
+                return lib
+    except OSError:
+        pass
+    return None
+
+
+def _init_mpi(MPI, timeout):
+    """MPI_Init_thread(MPI_THREAD_MULTIPLE), bounded by ``timeout``.
+
+    MPI_Init waits in the launcher's rendezvous for every rank of the job; a rank that exited or
+    crashed before it leaves the others there forever. Here the call runs on a helper thread
+    (through ctypes, which releases the GIL) and this thread waits for it at most ``timeout``,
+    then raises DistBackendError naming the ranks of this host that are gone. With
+    ``EMBER_MPI_INIT=main`` (an MPI library without MPI_THREAD_SERIALIZED support), MPI is
+    initialised on this thread without a deadline.
+    """
+    if MPI.Is_initialized():
+        return
+    lib = None if os.environ.get("EMBER_MPI_INIT") == "main" else _libmpi()
+    if lib is None:
+        MPI.Init_thread(MPI.THREAD_MULTIPLE)
+        return
+    box = {}
+
+    def init():
+        provided = ctypes.c_int(-1)
+        box["rc"] = lib.MPI_Init_thread(None, None, ctypes.c_int(MPI.THREAD_MULTIPLE), ctypes.byref(provided))
+        box["provided"] = provided.value
+    th = threading.Thread(target=init, name="ember-mpi-init", daemon=True)
+    th.start()
+    th.join(timeout.total_seconds())
+    if th.is_alive():
+        gone = _missing_local_ranks()
+        raise DistBackendError(
+            f"init_process_group(backend='mpi'): MPI_Init did not complete within the timeout "
+            f"({timeout.total_seconds():g} s): not every rank of the job reached init_process_group. "
+            + (f"Rank(s) {', '.join(map(str, gone))} of this host are no longer running (they exited or crashed "
+               f"before init_process_group). " if gone else
+               "A rank exited or crashed before init_process_group, or is slower than the timeout. ")
+            + "(mpich's mpiexec does not end a job whose rank exits before MPI_Init.)")
+    if box.get("rc") != 0:
+        raise DistBackendError(f"init_process_group(backend='mpi'): MPI_Init_thread failed (error code {box.get('rc')})")
+    if box["provided"] < MPI.THREAD_SERIALIZED:
+        raise DistBackendError(
+            f"init_process_group(backend='mpi'): this MPI library provides thread level {box['provided']} only "
+            f"(MPI_THREAD_SERIALIZED needed to initialise it with a deadline); set EMBER_MPI_INIT=main")
+
+
+def _missing_local_ranks() -> list:
+    """Ranks that the MPI launcher started on this host and that are no longer running, found
+    from this process's siblings (the launcher's proxy started them all); [] when unknown."""
+    env = os.environ
+    try:
+        size, local = int(env["PMI_SIZE"]), int(env.get("MPI_LOCALNRANKS", "-1"))
+    except (KeyError, ValueError):
+        return []
+    if local != size:           # some ranks run on other hosts: which ones is not known here
+        return []
+    ppid = os.getppid()
+    try:
+        with open(f"/proc/{ppid}/task/{ppid}/children") as f:
+            children = [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+    running = set()
+    for pid in children:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                for item in f.read().split(b"\0"):
+                    if item.startswith(b"PMI_RANK="):
+                        running.add(int(item[9:]))
+        except (OSError, ValueError):
+            continue
+    if int(env.get("PMI_RANK", "-1")) not in running:       # not the launcher's layout this assumes
+        return []
+    return sorted(set(range(size)) - running)
+
+
+# mpich's launcher (hydra) signals SIGUSR1 to every process of a job when one of them failed (only
+# under -disable-auto-cleanup; by default it kills them all): the time it came, for _MPIWork._watch
+_launcher_failure = [0.0]
+
+
+def _on_launcher_signal(signum, frame):
+    _launcher_failure[0] = time.monotonic()
+
+
+def _watch_launcher_signal():
+    """Catch hydra's failure signal (SIGUSR1), whose default action ends the process without a
+    word, when launched by hydra (PMI_FD / PMI_PORT set) and nobody else handles SIGUSR1; only
+    from the main thread (signal.signal's rule)."""
+    if not ("PMI_FD" in os.environ or "PMI_PORT" in os.environ):
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGUSR1, _on_launcher_signal)
+
+
+def _host_id() -> str:
+    """This host and pid namespace (pids are compared only within one): hostname, boot id and the
+    pid namespace's inode."""
+    parts = [socket.gethostname()]
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            parts.append(f.read().strip())
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    except OSError:
+        pass
+    return "|".join(parts)
 
 
 def is_available() -> bool:
@@ -128,11 +264,17 @@ def _red_buffer(arr):
 class _MPIWork(Work):
     backend_name = "mpi"
 
-    def __init__(self, backend, op_type, reqs, finish=None, numel_in=0, numel_out=0, result=None):
+    #: seconds between checks, while waiting, that the peers on this host are still running
+    WATCH_S = 0.5
+
+    def __init__(self, backend, op_type, reqs, finish=None, numel_in=0, numel_out=0, result=None, peer=None):
         super().__init__(op_type, backend._next_seq(), backend._rank, backend.timeout, numel_in, numel_out, result)
         self._backend = backend
         self._reqs = reqs
         self._fin = finish
+        self._peer = peer             # the one rank a SEND / RECV waits for (None: every rank of the group)
+        self._next_watch = self._start + self.WATCH_S
+        self._seen_signal = _launcher_failure[0]
         self.source_rank = None
         self.spin_s = backend.spin_s
 
@@ -158,10 +300,31 @@ class _MPIWork(Work):
             raise DistBackendError(f"[Rank {self.rank}] {self!r} cannot run: the process group is broken by an "
                                    f"earlier failure: {self._backend._broken}")
         try:
-            return super()._check()
+            done = super()._check()
+            if not done:
+                self._watch()
+            return done
         except DistBackendError as e:
             self._on_fatal(str(e))
             raise
+
+    def _watch(self):
+        """Raise DistBackendError when a rank this collective waits for has exited (checked every
+        WATCH_S seconds, and at once after the launcher's failure signal)."""
+        signalled = _launcher_failure[0] != self._seen_signal
+        now = time.monotonic()
+        if not signalled and now < self._next_watch:
+            return
+        self._seen_signal = _launcher_failure[0]
+        self._next_watch = now + self.WATCH_S
+        dead = self._backend._dead_peers(self._peer)
+        if dead:
+            who = ", ".join(f"rank {r} (pid {pid})" for r, pid in dead)
+            self._error = DistBackendError(
+                f"[Rank {self.rank}] {self!r} failed after {int((now - self._start) * 1000)} milliseconds: {who} "
+                f"exited while this collective waited for it" + (" (mpiexec reported a failed process)" if signalled
+                                                                  else "") + ".")
+            raise self._error
 
     def _missing_ranks(self):
         return self._backend._describe_peers()
@@ -196,11 +359,11 @@ class MPIBackend(CollectiveBackend):
     def __init__(self, comm, timeout, peers):
         super().__init__(comm.Get_rank(), comm.Get_size(), timeout)
         self.comm = comm
-        self.peers = peers            # [(hostname, pid)] per group rank
+        self.peers = peers            # [(host id, pid)] per group rank (_host_id: hostname|boot id|pid namespace)
         self._broken = None
         # more ranks on this host than cores: a waiting rank yields its core at once (the rank it waits
         # for may need it); otherwise it spins a while first (yielding costs a time slice under load)
-        host = socket.gethostname()
+        self._host = host = _host_id()
         local = sum(1 for h, _ in peers if h == host)
         self.spin_s = 0.0 if local > (os.cpu_count() or 1) else Work.SPIN_S
 
@@ -213,8 +376,14 @@ class MPIBackend(CollectiveBackend):
             _exit_installed = True
             atexit.register(_exit_without_finalize)
 
+    def _dead_peers(self, peer=None):
+        """[(rank, pid)] of the group's ranks on this host (only ``peer``, when given) that are no longer running."""
+        ranks = range(len(self.peers)) if peer is None else (peer,)
+        return [(r, self.peers[r][1]) for r in ranks
+                if r != self._rank and self.peers[r][0] == self._host and not _alive(self.peers[r][1])]
+
     def _describe_peers(self):
-        host = socket.gethostname()
+        host = self._host
         dead, alive, remote = [], [], []
         for r, (h, pid) in enumerate(self.peers):
             if r == self._rank:
@@ -235,11 +404,11 @@ class MPIBackend(CollectiveBackend):
             parts.append(f"Rank(s) {', '.join(map(str, remote))} run on other hosts (not checked).")
         return " ".join(parts)
 
-    def _work(self, op_type, reqs, finish=None, numel_in=0, numel_out=0, result=None):
+    def _work(self, op_type, reqs, finish=None, numel_in=0, numel_out=0, result=None, peer=None):
         if self._broken is not None:
             raise DistBackendError(f"[Rank {self._rank}] {op_type} cannot run: the process group is broken by an "
                                    f"earlier failure: {self._broken}")
-        return _MPIWork(self, op_type, reqs, finish, numel_in, numel_out, result)
+        return _MPIWork(self, op_type, reqs, finish, numel_in, numel_out, result, peer)
 
     def _start(self, fn, *args):
         """Start a non-blocking MPI call; a transport error becomes a DistBackendError."""
@@ -422,7 +591,7 @@ class MPIBackend(CollectiveBackend):
         h = _Host(tensor)
         req = self._start(self.comm.Isend, [h.bytes(), MPI.BYTE], dst, tag)
         # the finisher holds the (possibly staged) host copy until the send completed
-        return self._work("SEND", [req], lambda h=h: None, tensor.numel(), 0, [tensor])
+        return self._work("SEND", [req], lambda h=h: None, tensor.numel(), 0, [tensor], peer=dst)
 
     def recv(self, tensor, src, tag):
         """CollectiveBackend.recv: MPI Irecv of the bytes from ``src`` (None: MPI.ANY_SOURCE) with ``tag``, stored
@@ -431,7 +600,7 @@ class MPIBackend(CollectiveBackend):
         MPI = _mpi()
         h = _Host(tensor, load=False)
         req = self._start(self.comm.Irecv, [h.bytes(), MPI.BYTE], MPI.ANY_SOURCE if src is None else src, tag)
-        return self._work("RECV", [req], h.store, 0, tensor.numel(), [tensor])
+        return self._work("RECV", [req], h.store, 0, tensor.numel(), [tensor], peer=src)
 
     def barrier(self):
         """CollectiveBackend.barrier: a polled MPI Ibarrier."""
@@ -495,6 +664,8 @@ def create(rank, world_size, timeout, init_method=None):
     except ImportError as e:
         raise RuntimeError(f"the 'mpi' backend needs mpi4py and an MPI library: pip install mpi4py mpich ({e})") \
             from None
+    _init_mpi(MPI, timeout)
+    _watch_launcher_signal()
     world = MPI.COMM_WORLD
     r, n = world.Get_rank(), world.Get_size()
     if rank not in (-1, None) and rank != r:
@@ -505,7 +676,7 @@ def create(rank, world_size, timeout, init_method=None):
                          f"process(es) (the mpi backend takes the rank and world size from the MPI launcher)")
     comm = world.Dup()
     comm.Set_errhandler(MPI.ERRORS_RETURN)
-    peers = comm.allgather((socket.gethostname(), os.getpid()))
+    peers = comm.allgather((_host_id(), os.getpid()))
     backend = MPIBackend(comm, timeout, peers)
     global _exit_barrier_installed
     if not _exit_barrier_installed:
@@ -537,8 +708,7 @@ def _exit_barrier(backend):
             now = time.monotonic()
             if now > next_check:
                 next_check = now + 0.5
-                missing = [r for r, (h, pid) in enumerate(backend.peers)
-                           if h == socket.gethostname() and r != backend._rank and not _alive(pid)]
+                missing = [r for r, _ in backend._dead_peers()]
                 if missing:
                     raise TimeoutError(f"rank(s) {', '.join(map(str, missing))} exited without finishing the job")
             if now > deadline:
