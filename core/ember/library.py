@@ -18,7 +18,29 @@ from ._dtype import dtype as _dtype_cls, ALL_DENSE, FLOATING, INTEGRAL, COMPLEX
 from ._dtype import new_dtype  # noqa: F401  (a plugin's own dtype, for register_dtype)
 
 __all__ = ["DeviceRuntime", "Registry", "Library", "ANY", "ALL_DENSE", "FLOATING", "INTEGRAL", "COMPLEX",
-           "register_autograd", "cpu_fallback", "new_dtype", "PhiloxState", "parse_to_args"]
+           "register_autograd", "cpu_fallback", "new_dtype", "PhiloxState", "parse_to_args",
+           "out_of_descriptors_error"]
+
+
+def out_of_descriptors_error(what: str) -> RuntimeError:
+    """The error for running out of file descriptors while sharing memory between processes: a
+    RuntimeError (PyTorch's class for it) naming this process's open-file limit and the fix. For a
+    runtime's ``share_memory`` / ``storage_from_shared`` when they get EMFILE / ENFILE, and for
+    ember.multiprocessing when a descriptor cannot be received.
+
+    :param what: what failed, e.g. "moving a tensor to shared memory".
+    """
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        limit = f"the limit is {soft} open files for this process (hard limit {hard})"
+    except (ImportError, OSError, ValueError):
+        limit = "the process's open-file limit is reached"
+    return RuntimeError(
+        f"ember: {what} failed: too many open files ({limit}). Each CPU tensor in shared memory holds a file "
+        f"descriptor while it lives (a DataLoader batch from a worker is one such tensor per field). Raise the "
+        f"limit (`ulimit -n 65536` in the shell, or resource.setrlimit(resource.RLIMIT_NOFILE, ...) in Python), "
+        f"or keep fewer shared tensors / batches alive at once.")
 
 
 def parse_to_args(args, kwargs) -> tuple:

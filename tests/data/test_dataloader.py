@@ -326,3 +326,40 @@ def test_running_out_of_file_descriptors_names_the_limit_and_the_fix():
     assert r.stdout.startswith("ERR "), r.stdout
     msg = r.stdout
     assert "too many open files" in msg and "the limit is 64 open files" in msg and "ulimit -n" in msg
+
+
+def test_a_shared_batch_holds_one_file_descriptor():
+    """Issue 17 part 6: a batch a worker sends holds one descriptor (PyTorch's figure), not two: under
+    a limit of 256 open files, about 256 - (descriptors already open) kept batches fit, where 121 did
+    before (Python's mmap kept a duplicate of each descriptor). Reaching the limit names it."""
+    import subprocess
+    import sys
+    import textwrap
+    pytest.importorskip("resource")
+    code = textwrap.dedent("""
+        import os, resource
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        import ember
+        from ember.utils.data import DataLoader, Dataset
+
+        class DS(Dataset):
+            def __len__(self):
+                return 2000
+
+            def __getitem__(self, i):
+                return ember.full((8,), float(i))
+
+        kept = []
+        try:
+            for b in DataLoader(DS(), batch_size=2, num_workers=2):
+                kept.append(b)
+        except RuntimeError as e:
+            print("ERR", len(kept), e)
+        assert kept[100].tolist() == [[200.0] * 8, [201.0] * 8]
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ERR "), r.stdout
+    n = int(r.stdout.split()[1])
+    assert n >= 200, r.stdout          # 256 minus the interpreter's, the workers' pipes' and numpy's own
+    assert "too many open files" in r.stdout and "the limit is 256 open files" in r.stdout

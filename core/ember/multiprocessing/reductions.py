@@ -91,6 +91,13 @@ def rebuild_storage_fd(dupfd, nbytes, location, key):
     """The receiving side: the cached storage over that memory, else a new one mapping it."""
     try:
         fd = dupfd.detach()
+    except RuntimeError as e:
+        # multiprocessing's recvfds: "received 0 items of ancdata" when the descriptor could not be
+        # received because this process is at its open-file limit
+        if "ancdata" not in str(e):
+            raise
+        from ..library import out_of_descriptors_error
+        raise out_of_descriptors_error("receiving a tensor in shared memory from another process") from None
     except (OSError, EOFError) as e:
         raise RuntimeError(f"ember.multiprocessing: could not receive the shared memory of a tensor ({e!r}): the "
                            "sending process probably exited before the tensor was received. Keep a producer alive "

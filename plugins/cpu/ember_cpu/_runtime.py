@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 
 import numpy as np
 
-from ember.library import DeviceRuntime
+from ember.library import DeviceRuntime, out_of_descriptors_error
 
 _new = object.__new__
 
@@ -40,21 +41,46 @@ class _Foreign:
 
 
 def _out_of_descriptors(e: OSError, what: str):
-    """The error for running out of file descriptors while sharing memory: it names the limit and the fix."""
+    """``e``, or for EMFILE / ENFILE the error that names the open-file limit and the fix."""
     import errno
     if e.errno not in (errno.EMFILE, errno.ENFILE):
         return e
-    try:
-        import resource
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        limit = f"the limit is {soft} open files for this process (hard limit {hard})"
-    except (ImportError, OSError, ValueError):
-        limit = "the process's open-file limit is reached"
-    return RuntimeError(
-        f"ember: {what} failed: too many open files ({limit}). Each CPU tensor in shared memory holds file "
-        f"descriptors while it lives (a DataLoader batch from a worker is one such tensor per field). Raise the "
-        f"limit (`ulimit -n 65536` in the shell, or resource.setrlimit(resource.RLIMIT_NOFILE, ...) in Python), "
-        f"or keep fewer shared tensors / batches alive at once.")
+    return out_of_descriptors_error(what)
+
+
+_libc = None
+
+
+def _map_shared(fd, nbytes):
+    """A writable ctypes byte array over a MAP_SHARED mapping of ``fd`` (libc mmap: no descriptor
+    duplicated), unmapped when the array is collected; None where libc's mmap is not reachable.
+
+    :raises OSError: the mmap failure (errno set).
+    """
+    global _libc
+    if _libc is None:
+        try:
+            import ctypes
+            import mmap
+            lib = ctypes.CDLL(None, use_errno=True)
+            lib.mmap.restype = ctypes.c_void_p
+            lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                 ctypes.c_long]
+            lib.munmap.restype = ctypes.c_int
+            lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+            _libc = (ctypes, lib, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED)
+        except (OSError, AttributeError, ImportError):
+            _libc = False
+    if not _libc:
+        return None
+    ctypes, lib, prot, flags = _libc
+    addr = lib.mmap(None, nbytes, prot, flags, fd, 0)
+    if addr is None or addr == ctypes.c_void_p(-1).value:          # MAP_FAILED
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    buf = (ctypes.c_ubyte * nbytes).from_address(addr)
+    weakref.finalize(buf, lib.munmap, addr, nbytes)
+    return buf
 
 
 class SharedSegment:
@@ -63,7 +89,8 @@ class SharedSegment:
     It has no name, so nothing can leak at exit: the memory goes away with the last process
     that maps it or holds its fd. ``fd`` stays open while the storage lives, so that
     ember.multiprocessing can send it (one fd per shared storage, like PyTorch's
-    'file_descriptor' strategy); ``key`` identifies the memory in every process.
+    'file_descriptor' strategy; the mapping itself holds none, see ``array``); ``key``
+    identifies the memory in every process.
     """
 
     __slots__ = ("fd", "nbytes", "key")
@@ -97,12 +124,22 @@ class SharedSegment:
         return cls(fd, nbytes)
 
     def array(self) -> np.ndarray:
-        """A writable uint8 array over the memory (a MAP_SHARED mapping; numpy keeps it alive)."""
+        """A writable uint8 array over the memory (a MAP_SHARED mapping; numpy keeps it alive).
+
+        The mapping is made with libc's mmap, which needs no descriptor of its own, so a shared
+        storage holds one descriptor (``fd``), as PyTorch's. Python's ``mmap.mmap`` (the fallback
+        where libc cannot be reached) keeps a duplicate of the descriptor until Python 3.13. The
+        mapping is unmapped when the ctypes buffer object, the base of every numpy view of it, is
+        collected: no view can outlive it.
+        """
         if not self.nbytes:
             return np.empty(0, np.uint8)
-        import mmap
         try:
-            return np.frombuffer(mmap.mmap(self.fd, self.nbytes), np.uint8)
+            buf = _map_shared(self.fd, self.nbytes)
+            if buf is None:
+                import mmap
+                buf = mmap.mmap(self.fd, self.nbytes)
+            return np.frombuffer(buf, np.uint8)
         except OSError as e:
             raise _out_of_descriptors(e, "mapping shared memory") from None
 
