@@ -90,3 +90,32 @@ def opinfos():
 def passing_opinfos():
     """The entries that pass everywhere (add, t)."""
     return [o for o in opinfos() if o.name != "exp"]
+
+
+def _wrong_for_0_dim(a):
+    return -a if a.ndim else a + 1        # the reference itself is wrong for the 0-dim sample
+
+
+def xfail_opinfos():
+    """Entries with known failures on any device, for counting expected failures: neg fails on its 0-dim
+    sample only, abs on every sample; add and t pass (add has out=, in-place, errors and grad; t is a view)."""
+    return [
+        OpInfo("neg", ref=_wrong_for_0_dim, dtypes=("float32",), sample_inputs=_unary),
+        OpInfo("abs", ref=lambda a: np.abs(a) + 1, dtypes=("float32",), sample_inputs=_unary),
+    ] + passing_opinfos()
+
+
+def _bad_shape(shape):
+    raise ValueError(f"bad shape {shape}")     # the innermost frame a sample-building error must show
+
+
+def _broken_unary(op, device, dtype, requires_grad=False):
+    yield SampleInput(make_tensor((3,), device=device, dtype=dtype, seed=1, requires_grad=requires_grad))
+    yield SampleInput(_bad_shape((2, -1)))
+
+
+def broken_sampler_opinfos():
+    """exp, whose sampler raises after its first sample (for every dtype and the gradient samples), and the
+    passing entries."""
+    return [OpInfo("exp", ref=np.exp, dtypes=("float32", "float64"), sample_inputs=_broken_unary,
+                   supports_autograd=True)] + passing_opinfos()

@@ -5,5 +5,6 @@ set and per op a plugin contributes through the ``ember_opinfos`` hook); the con
 suite (``ember.testing.conformance``, also ``ember conformance DEVICE``) runs them on a device.
 See ``ember.testing._opinfo`` for the record types and the Note on how to add an op.
 """
-from ._opinfo import OpInfo, SampleInput, ErrorInput, make_tensor, describe, DEFAULT_TOLERANCES  # noqa: F401
+from ._opinfo import (OpInfo, SampleInput, ErrorInput, make_tensor, describe, DEFAULT_TOLERANCES,  # noqa: F401
+                      MissingDtype, plugin_dtype)
 from ._host_runtime import HostMemoryRuntime  # noqa: F401

@@ -28,7 +28,8 @@ from typing import Any, Callable, Iterable, Optional
 
 import numpy as np
 
-__all__ = ["OpInfo", "SampleInput", "ErrorInput", "make_tensor", "describe", "DEFAULT_TOLERANCES"]
+__all__ = ["OpInfo", "SampleInput", "ErrorInput", "make_tensor", "describe", "DEFAULT_TOLERANCES", "MissingDtype",
+           "plugin_dtype"]
 
 #: (rtol, atol) per dtype name, used when an OpInfo gives none (PyTorch's defaults for
 #: assert_close, loosened for the reduced-precision floats)
@@ -51,6 +52,25 @@ def describe(x) -> str:
         inner = ", ".join(describe(v) for v in x)
         return f"[{inner}]" if isinstance(x, list) else f"({inner})"
     return repr(x)
+
+
+class MissingDtype(LookupError):
+    """Building a sample or an error input needs a dtype that no loaded plugin registers (qint8
+    without ember-quantized). The conformance suite reports the check as not applicable, with this
+    message as the reason, instead of failing it."""
+
+
+def plugin_dtype(name: str):
+    """``ember.<name>``, a dtype a plugin registers ("qint8", "quint8", "qint32": ember-quantized),
+    for samplers and ``error_inputs`` to use instead of ``ember.qint8``.
+
+    :raises MissingDtype: when the plugin is not installed, not loaded or excluded (the message
+        says which, and how to change it)."""
+    import ember
+    try:
+        return getattr(ember, name)
+    except AttributeError as e:
+        raise MissingDtype(f"needs dtype {name}: {e}") from None
 
 
 @dataclasses.dataclass
@@ -116,9 +136,10 @@ class OpInfo:
     dtypes: Optional[Iterable[str]] = None
     #: {device type: dtype names} overriding ``dtypes`` for that device type
     dtypes_per_device: dict = dataclasses.field(default_factory=dict)
-    #: generator ``sample_inputs(op, device, dtype, requires_grad)`` of SampleInput
+    #: generator ``sample_inputs(op, device, dtype, requires_grad)`` of SampleInput (raising
+    #: MissingDtype when a sample needs a plugin's dtype that is not loaded: see ``plugin_dtype``)
     sample_inputs: Optional[Callable] = None
-    #: generator ``error_inputs(op, device)`` of ErrorInput
+    #: generator ``error_inputs(op, device)`` of ErrorInput (MissingDtype as for ``sample_inputs``)
     error_inputs: Optional[Callable] = None
     #: {dtype name: (rtol, atol)} overriding DEFAULT_TOLERANCES
     tolerances: dict = dataclasses.field(default_factory=dict)

@@ -17,7 +17,8 @@ The pytest form is a plugin registered through the ``pytest11`` entry point
 (``ember.testing.conformance.plugin``); it parametrises ``test_ops.py`` by op x dtype x sample
 and ``test_device.py`` by device check.
 
-Tests: ``op`` (values against the numpy reference / the cpu result), ``out``, ``inplace``,
+Tests: ``samples`` (the op's samples build; an error is reported once, with its frame), ``op``
+(values against the numpy reference / the cpu result), ``out``, ``inplace``,
 ``view``, ``errors``, ``grad`` and the device checks ``device_roundtrip``, ``device_copies``,
 ``device_views``, ``device_memory_stats``, ``device_oom``, ``device_rng``,
 ``device_synchronize``, ``device_streams``, ``device_pin_memory``, ``device_save_load``,

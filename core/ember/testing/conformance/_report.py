@@ -12,7 +12,14 @@ A cell of the matrix is one (op, dtype) on the device under test:
 ``-``       not tested: the op does not support the dtype
 ==========  ===============================================================================
 
-The ``grad`` and ``err`` columns are per op (gradcheck, error inputs), with ``ok`` for passed.
+The ``grad`` and ``err`` columns are per op (gradcheck, error inputs), with ``ok`` for passed; a
+cell whose samples could not be built shows the op's ``samples`` check (``FAIL``).
+
+Counting, the same in ``ember conformance`` and the pytest form (where each check is one test):
+every check is passed, failed, skipped (not applicable), xfailed (failed under an expected
+failure) or xpassed (passed under one, as pytest's ``xfail(strict=False)``). A (test, op, dtype)
+group under an expected failure none of whose checks failed is an *unexpected pass*: the run
+fails. ``result`` is PASSED exactly when there is no unexpected failure and no unexpected pass.
 """
 from __future__ import annotations
 
@@ -20,7 +27,7 @@ import collections
 import dataclasses
 import json
 
-__all__ = ["Outcome", "Results", "render_text", "render_markdown", "to_json", "CODES"]
+__all__ = ["Outcome", "Results", "render_text", "render_markdown", "result_line", "to_json", "CODES"]
 
 CODES = {"native": "N", "composite": "C", "fallback": "F", "missing": "M", "xfail": "xf", "failing": "FAIL",
          "xpass": "XP", "untested": "-", "passed": "ok"}
@@ -33,13 +40,13 @@ _SHORT = {"bool": "b", "uint8": "u8", "int8": "i8", "int16": "i16", "int32": "i3
 @dataclasses.dataclass
 class Outcome:
     """One check's result. ``status``: passed | failed | skipped | xfailed | xpassed."""
-    test: str          # op, out, inplace, view, errors, grad, or device_<name>
+    test: str          # samples, op, out, inplace, view, errors, grad, device_<name>, or collection
     op: str            # OpInfo id ("*" for a device check)
     dtype: str         # dtype name ("-" for errors, "*" for a device check)
     sample: str        # "3 'broadcast'" or ""
     status: str
     message: str = ""
-    reason: str = ""   # the xfail's reason
+    reason: str = ""   # the xfail's reason (xfailed, xpassed)
 
 
 class Results:
@@ -56,6 +63,7 @@ class Results:
         self.sources: dict = {}       # (op, dtype) -> native | composite | fallback | missing
         self.fallbacks: dict = {}     # (op, dtype) -> {op name: calls}
         self.unexpected_passes: list = []   # (test, op, dtype, reason)
+        self.unbuilt: set = set()     # (op, dtype) whose samples could not be built (see the op's samples check)
         self.finalized = False
 
     def add(self, outcome: Outcome):
@@ -64,8 +72,8 @@ class Results:
 
     # ------------------------------------------------------------ xfails
     def finalize(self, xfails):
-        """Turn matching failures into xfailed, and report xfail groups with no failure as
-        unexpected passes (also added as an ``xpassed`` outcome)."""
+        """Under a matching expected failure, turn each failed check into xfailed and each passed one
+        into xpassed (as pytest counts them), and list the groups with no failure as unexpected passes."""
         groups = collections.defaultdict(list)
         for o in self.outcomes:
             groups[(o.test, o.op, o.dtype)].append(o)
@@ -74,13 +82,13 @@ class Results:
             if x is None:
                 continue
             failed = [o for o in outs if o.status == "failed"]
+            passed = [o for o in outs if o.status == "passed"]
             for o in failed:
                 o.status, o.reason = "xfailed", x.reason
-            if not failed and any(o.status == "passed" for o in outs):
+            for o in passed:
+                o.status, o.reason = "xpassed", x.reason
+            if passed and not failed:
                 self.unexpected_passes.append((test, op, dtype, f"{x.reason} [{x.source}]"))
-                self.outcomes.append(Outcome(test, op, dtype, "", "xpassed",
-                                             f"expected to fail ({x.reason}; {x.source}) but every check passed",
-                                             x.reason))
         self.finalized = True
         return self
 
@@ -95,14 +103,19 @@ class Results:
         """0 when nothing failed unexpectedly and nothing passed unexpectedly, else 1."""
         return 1 if self.failures or self.unexpected_passes else 0
 
+    def _unexpected(self, tests, op, dtype=None) -> bool:
+        return any(t in tests and o == op and (dtype is None or d == dtype) for t, o, d, _ in self.unexpected_passes)
+
     def cell(self, op, dtype) -> str:
         """The matrix status of (op, dtype): failing / xpass / xfail / native / composite / fallback / untested."""
         if dtype not in self.op_dtypes.get(op, ()):
             return "untested"
+        if (op, dtype) in self.unbuilt:      # no sample: the op's samples check says why
+            return {"failing": "failing", "xfail": "xfail"}.get(self.op_column(op, "samples"), "untested")
         st = {o.status for o in self._by_cell().get((op, dtype), ())}
         if "failed" in st:
             return "failing"
-        if "xpassed" in st:
+        if self._unexpected(("op", "out", "inplace", "view"), op, dtype):
             return "xpass"
         if "xfailed" in st:
             return "xfail"
@@ -113,10 +126,11 @@ class Results:
         st = {o.status for o in self.outcomes if o.op == op and o.test == test}
         if not st or st == {"skipped"}:
             return "untested"
-        for s, name in (("failed", "failing"), ("xpassed", "xpass"), ("xfailed", "xfail")):
-            if s in st:
-                return name
-        return "passed"
+        if "failed" in st:
+            return "failing"
+        if self._unexpected((test,), op):
+            return "xpass"
+        return "xfail" if "xfailed" in st else "passed"
 
     def _by_cell(self):
         if getattr(self, "_cells", None) is None or self._cells_n != len(self.outcomes):
@@ -133,7 +147,7 @@ class Results:
 
     def totals(self) -> dict:
         """Counts for the summary: matrix cells by status (untested left out), checks by status, unexpected failures
-        and passes.
+        (all of them, in cells or not) and unexpected passes (xfail groups with no failure).
         """
         cells = collections.Counter(self.cell(op, d) for op in self.ops for d in self.dtypes)
         cells.pop("untested", None)
@@ -153,6 +167,19 @@ def _matrix_rows(r: Results):
     return cols, rows
 
 
+def _failures_by_test(r: Results) -> str:
+    per_test = collections.Counter(o.test for o in r.failures)
+    return ", ".join(f"{t} {n}" for t, n in sorted(per_test.items()))
+
+
+def result_line(r: Results) -> str:
+    """``result: PASSED`` or ``result: FAILED``, with the counts the verdict is made of (the exit status's)."""
+    n_fail, n_xpass = len(r.failures), len(r.unexpected_passes)
+    where = f" ({_failures_by_test(r)})" if n_fail else ""
+    return (f"result: {'PASSED' if r.exit_code == 0 else 'FAILED'} - {n_fail} unexpected failure(s){where}, "
+            f"{n_xpass} unexpected pass(es)")
+
+
 def _summary_lines(r: Results) -> list:
     t = r.totals()
     c = t["cells"]
@@ -161,14 +188,29 @@ def _summary_lines(r: Results) -> list:
              + ", ".join(f"{c.get(k, 0)} {k}" for k in ("native", "composite", "fallback", "xfail", "failing",
                                                           "xpass", "missing") if c.get(k, 0) or k in
                          ("native", "composite", "fallback", "failing")),
-             f"checks: {ck.get('passed', 0)} passed, {ck.get('failed', 0)} failed, {ck.get('xfailed', 0)} xfailed, "
-             f"{ck.get('xpassed', 0)} unexpectedly passed, {ck.get('skipped', 0)} not applicable"]
+             f"checks: {ck.get('passed', 0)} passed, {ck.get('failed', 0)} failed"
+             + (f" ({_failures_by_test(r)})" if ck.get("failed", 0) else "")
+             + f", {ck.get('xfailed', 0)} xfailed, {ck.get('xpassed', 0)} xpassed, "
+             f"{ck.get('skipped', 0)} not applicable"]
+    if r.unexpected_passes:
+        lines.append(f"unexpected passes: {len(r.unexpected_passes)} expected failure(s) with no failing check")
     dev = r.device_checks()
     if dev:
         dc = collections.Counter(o.status for o in dev)
         lines.append(f"device checks: {dc.get('passed', 0)} passed, {dc.get('failed', 0)} failed, "
                      f"{dc.get('xfailed', 0)} xfailed, {dc.get('skipped', 0)} not declared by the device")
     return lines
+
+
+#: checks that run once per op (their skips are listed with the reason)
+_PER_OP = ("samples", "errors")
+
+
+def _not_run_lines(r: Results) -> list:
+    """The per-op checks that did not apply, with the reason (e.g. a plugin's dtype is missing); left out:
+    the samples of ops with no dtype on the device (their row of the matrix says so)."""
+    return [f"{o.test} {o.op}: {o.message}" for o in r.outcomes if o.status == "skipped" and o.test in _PER_OP
+            and (o.test == "errors" or r.op_dtypes.get(o.op))]
 
 
 def _fallback_lines(r: Results) -> list:
@@ -200,6 +242,9 @@ def render_text(r: Results, *, max_failures: int = 20) -> str:
     fb = _fallback_lines(r)
     if fb:
         out += ["", "ops that ran through the fallback:"] + ["  " + x for x in fb]
+    skipped = _not_run_lines(r)
+    if skipped:
+        out += ["", "per-op checks not run:"] + ["  " + x for x in skipped]
     out.append("")
     out += _summary_lines(r)
     if r.unexpected_passes:
@@ -212,22 +257,24 @@ def render_text(r: Results, *, max_failures: int = 20) -> str:
             out.append("")
             out.append(o.message)
         if len(fails) > max_failures:
-            out.append(f"\n... and {len(fails) - max_failures} more (--report report.json has them all)")
+            out.append(f"\n... and {len(fails) - max_failures} more (--report report.md or report.json lists "
+                       f"them all)")
     out.append("")
-    out.append("result: " + ("PASSED" if r.exit_code == 0 else "FAILED"))
+    out.append(result_line(r))
     return "\n".join(out) + "\n"
 
 
-def render_markdown(r: Results, *, title: str = None, max_failures: int = 50, coverage: bool = False) -> str:
-    """The Markdown report. With ``coverage=True`` it is the committed coverage table
-    (docs/coverage/<device>.md): failures listed by (test, op, dtype) without their messages,
-    so the file holds no machine paths; deterministic for a given run, no timestamps."""
+def render_markdown(r: Results, *, title: str = None, coverage: bool = False) -> str:
+    """The Markdown report: the result line, the matrix, and every failure, grouped by op. With
+    ``coverage=True`` it is the committed coverage table (docs/coverage/<device>.md): failures
+    listed by (test, op, dtype) without their messages, so the file holds no machine paths;
+    deterministic for a given run, no timestamps."""
     cols, rows = _matrix_rows(r)
     how = "--write-coverage" if coverage else "--report ..."
     out = [f"# {title or f'Conformance of `{r.device}`'}", "",
            f"Generated by `ember conformance {r.target.device_type}"
            f"{'' if r.layout == 'strided' else ' --layout ' + r.layout} {how}` — do not edit by hand.", ""]
-    out += ["- " + x for x in _summary_lines(r)]
+    out += ["- " + x for x in _summary_lines(r) + [result_line(r)]]
     out += ["", "Legend: **N** native kernel, **C** composite, **F** fallback, **xf** expected failure, "
                 "**FAIL** failing, **XP** unexpected pass, **-** not tested (dtype not supported by the op), "
                 "**ok** passed.", ""]
@@ -245,6 +292,9 @@ def render_markdown(r: Results, *, title: str = None, max_failures: int = 50, co
     fb = _fallback_lines(r)
     if fb:
         out += ["", "## Fallbacks", ""] + [f"- {x}" for x in fb]
+    skipped = _not_run_lines(r)
+    if skipped:
+        out += ["", "## Per-op checks not run", ""] + [f"- {x}" for x in skipped]
     xf = sorted({(o.test, o.op, o.dtype, o.reason) for o in r.outcomes if o.status == "xfailed"})
     if xf:
         out += ["", "## Expected failures", ""] + [f"- `{t}` `{op}` {d}: {why}" for t, op, d, why in xf]
@@ -257,8 +307,13 @@ def render_markdown(r: Results, *, title: str = None, max_failures: int = 50, co
         out += [f"- `{t}` `{op}` {d}: {n} check(s)" for (t, op, d), n in sorted(groups.items())]
     elif r.failures:
         out += ["", f"## Failures ({len(r.failures)})", ""]
-        for o in r.failures[:max_failures]:
-            out += ["```", o.message, "```", ""]
+        by_op = collections.defaultdict(list)
+        for o in r.failures:
+            by_op[o.op].append(o)
+        for op, fails in by_op.items():
+            out += [f"### `{op}` ({len(fails)})", ""]
+            for o in fails:
+                out += ["```", o.message, "```", ""]
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -3,6 +3,10 @@
 The pytest plugin (``ember.testing.conformance.plugin``) and ``ember conformance`` both run
 these functions, so the two ways of running the suite check exactly the same things.
 
+Per op, ``samples``: its samples (every dtype tested, and the gradient samples) build; an error
+raised while building them is reported once, here, with the frame that raised it, and the op's
+per-sample checks of the dtypes concerned do not run (their matrix cells show the failure).
+
 Tests per (OpInfo, dtype, sample) on the device under test:
 
 - ``op``:      the result matches the reference: on cpu the numpy ``ref`` (or the OpInfo's
@@ -26,11 +30,16 @@ import warnings
 
 import numpy as np
 
-__all__ = ["TESTS", "Target", "Case", "ConformanceFailure", "NotApplicable", "make_target", "device_dtypes",
-           "load_opinfos", "compare", "run_case", "cases_for", "dispatch_source", "GRAD_SAMPLES"]
+from .._opinfo import MissingDtype
+
+__all__ = ["TESTS", "Target", "Case", "ConformanceFailure", "NotApplicable", "SampleBuildError", "make_target",
+           "device_dtypes", "load_opinfos", "compare", "run_case", "cases_for", "dispatch_source", "GRAD_SAMPLES",
+           "check_samples"]
 
 #: the per-op tests, in the order they run (names used in reports and xfails files)
-TESTS = ("op", "out", "inplace", "view", "errors", "grad")
+TESTS = ("samples", "op", "out", "inplace", "view", "errors", "grad")
+#: frames of a sampler's traceback shown with its error, innermost first
+SHOW_FRAMES = 3
 #: how many samples of an op get a gradcheck
 GRAD_SAMPLES = 3
 #: mismatching elements printed in a failure
@@ -43,6 +52,26 @@ class ConformanceFailure(AssertionError):
 
 class NotApplicable(Exception):
     """The check does not apply to this sample (e.g. in-place on a broadcasting sample)."""
+
+
+def raised_at(e: BaseException, frames: int = SHOW_FRAMES) -> str:
+    """Where ``e`` was raised: its innermost ``frames`` frames, innermost first, one a line
+    (``at FILE:LINE in FUNCTION``), or "" when it has no traceback."""
+    tb = traceback.extract_tb(e.__traceback__)[-frames:]
+    return "\n".join(f"{'at' if i == 0 else 'called from'} {f.filename}:{f.lineno} in {f.name}"
+                     for i, f in enumerate(reversed(tb)))
+
+
+class SampleBuildError(Exception):
+    """The op's sampler raised while building the samples of ``dtype``; the message names the error and
+    the frames that raised it (``raised_at``), ``key`` tells errors of one root cause apart."""
+
+    def __init__(self, opinfo_id: str, dtype: str, error: Exception, requires_grad: bool = False):
+        self.opinfo_id, self.dtype, self.error, self.requires_grad = opinfo_id, dtype, error, requires_grad
+        tb = traceback.extract_tb(error.__traceback__)
+        where = f"{tb[-1].filename}:{tb[-1].lineno}" if tb else ""
+        self.key = (type(error).__name__, str(error), where)
+        super().__init__(f"{type(error).__name__}: {error}\n  " + raised_at(error).replace("\n", "\n  "))
 
 
 # ---------------------------------------------------------------- the device under test
@@ -164,22 +193,40 @@ _SAMPLE_CACHE: "collections.OrderedDict" = collections.OrderedDict()
 
 
 def samples_of(opinfo, target, dtype_name, requires_grad=False) -> list:
-    """The op's samples on the device (a small LRU: pytest asks for one sample at a time)."""
+    """The op's samples on the device (a small LRU: pytest asks for one sample at a time).
+
+    :raises SampleBuildError: when the sampler raises (the error is cached like the samples).
+    :raises MissingDtype: when a sample needs a dtype whose plugin is not loaded."""
     key = (id(opinfo), str(target.device), target.layout, dtype_name, requires_grad)
     hit = _SAMPLE_CACHE.get(key)
-    if hit is not None:
-        _SAMPLE_CACHE.move_to_end(key)
-        return hit
-    dt = _dtype(dtype_name)
-    if target.layout == "strided":
-        got = opinfo.samples(target.device, dt, requires_grad)
+    if hit is None:
+        dt = _dtype(dtype_name)
+        try:
+            if target.layout == "strided":
+                hit = opinfo.samples(target.device, dt, requires_grad)
+            else:
+                sampler = opinfo.layout_samplers.get(target.layout)
+                hit = [] if sampler is None else list(sampler(opinfo, target.device, dt, requires_grad))
+        except MissingDtype as e:
+            hit = e
+        except Exception as e:  # noqa: BLE001 - a sampler's bug is a finding, reported by check_samples
+            hit = SampleBuildError(opinfo.id, dtype_name, e, requires_grad)
+        _SAMPLE_CACHE[key] = hit
+        while len(_SAMPLE_CACHE) > 4:
+            _SAMPLE_CACHE.popitem(last=False)
     else:
-        sampler = opinfo.layout_samplers.get(target.layout)
-        got = [] if sampler is None else list(sampler(opinfo, target.device, dt, requires_grad))
-    _SAMPLE_CACHE[key] = got
-    while len(_SAMPLE_CACHE) > 4:
-        _SAMPLE_CACHE.popitem(last=False)
-    return got
+        _SAMPLE_CACHE.move_to_end(key)
+    if isinstance(hit, Exception):
+        raise hit
+    return hit
+
+
+def buildable_samples(opinfo, target, dtype_name, requires_grad=False) -> list:
+    """``samples_of``, or [] when they cannot be built (``check_samples`` reports why, once per op)."""
+    try:
+        return samples_of(opinfo, target, dtype_name, requires_grad)
+    except (SampleBuildError, MissingDtype):
+        return []
 
 
 def grad_dtype(opinfo, target):
@@ -195,7 +242,7 @@ def grad_samples(opinfo, target, dtype_name) -> list:
     """(index, sample) of the samples gradcheck runs on: the first GRAD_SAMPLES with a non-empty
     tensor that requires grad."""
     out = []
-    for i, s in enumerate(samples_of(opinfo, target, dtype_name, requires_grad=True)):
+    for i, s in enumerate(buildable_samples(opinfo, target, dtype_name, requires_grad=True)):
         if any(t.numel() > 0 for t in _grad_leaves(s)):
             out.append((i, s))
         if len(out) == GRAD_SAMPLES:
@@ -228,8 +275,9 @@ class Case:
 
 
 def applies(test, opinfo) -> bool:
-    """Whether conformance test ``test`` ('op', 'out', 'inplace', 'view', 'errors', 'grad') applies to ``opinfo``."""
-    return {"op": True, "out": opinfo.supports_out, "inplace": opinfo.inplace is not None,
+    """Whether conformance test ``test`` (one of TESTS) applies to ``opinfo``."""
+    return {"samples": opinfo.sample_inputs is not None or bool(opinfo.layout_samplers),
+            "op": True, "out": opinfo.supports_out, "inplace": opinfo.inplace is not None,
             "view": opinfo.is_view, "errors": opinfo.error_inputs is not None,
             "grad": opinfo.supports_autograd}[test]
 
@@ -250,20 +298,22 @@ def cases_for(test, target, opinfos) -> list:
             continue
         if target.layout != "strided" and target.layout not in o.layout_samplers:
             continue
-        if test == "errors":
-            out.append(Case("errors", o, "-"))
+        if test in ("errors", "samples"):
+            out.append(Case(test, o, "-"))
         elif test == "grad":
             d = grad_dtype(o, target)
             if d is not None:
                 out.extend(Case("grad", o, d, i, s.name) for i, s in grad_samples(o, target, d))
         else:
             for d in op_dtypes(o, target):
-                out.extend(Case(test, o, d, i, s.name) for i, s in enumerate(samples_of(o, target, d)))
+                out.extend(Case(test, o, d, i, s.name) for i, s in enumerate(buildable_samples(o, target, d)))
     return out
 
 
 def run_case(case, target):
     """Run one case: returns None when it passed; raises ConformanceFailure or NotApplicable."""
+    if case.test == "samples":
+        return check_samples(case.opinfo, target)
     if case.test == "errors":
         return check_errors(case.opinfo, target)
     if case.test == "grad":
@@ -638,11 +688,48 @@ def _failing_call_writes_nothing(opinfo, sample, n, problems):
                                 f"first (a failing call must write nothing)")
 
 
+def check_samples(opinfo, target):
+    """``samples``: the op's samples build for every dtype tested (and its gradient samples). Each
+    distinct error is reported once, with the frames that raised it and the dtypes it hit.
+
+    :raises NotApplicable: when no samples could be built because a plugin's dtype is missing."""
+    errors, missing, built = {}, [], 0
+    grad = grad_dtype(opinfo, target) if applies("grad", opinfo) else None
+    builds = [(d, False) for d in op_dtypes(opinfo, target)] + ([(grad, True)] if grad else [])
+    if not builds:
+        raise NotApplicable(f"none of the op's dtypes ({', '.join(opinfo.dtypes or ())}) is tested on "
+                            f"{target.device_type}")
+    for dtype_name, requires_grad in builds:
+        try:
+            samples_of(opinfo, target, dtype_name, requires_grad)
+            built += 1
+        except MissingDtype as e:
+            missing.append(str(e))
+        except SampleBuildError as e:
+            errors.setdefault(e.key, []).append(e)
+    if errors:
+        problems = []
+        for same in errors.values():
+            hit = ", ".join(f"{e.dtype}{' (gradient samples)' if e.requires_grad else ''}" for e in same)
+            problems.append(f"building the samples raised {same[0]}\nfor dtype(s) {hit}; the op's other checks of "
+                            f"these dtypes did not run")
+        _fail("samples", opinfo, target, "-", 0, None, problems)
+    if missing and not built:
+        raise NotApplicable(missing[0])
+
+
 def check_errors(opinfo, target):
     """``errors``: each ErrorInput raises its class with a message matching its regex, on the device; and a
     failing call - functional, out= or in-place - writes nothing into any of its tensors."""
+    try:
+        error_inputs = opinfo.errors(target.device)
+    except MissingDtype as e:
+        raise NotApplicable(str(e)) from None
+    except Exception as e:  # noqa: BLE001 - the error_inputs generator's own bug is a finding
+        _fail("errors", opinfo, target, "-", 0, None,
+              [f"building the error inputs raised {type(e).__name__}: {e}\n  " + raised_at(e).replace("\n", "\n  ")])
     problems, n = [], 0
-    for n, ei in enumerate(opinfo.errors(target.device), 1):
+    for n, ei in enumerate(error_inputs, 1):
         s = ei.sample
         watched = _tensors([s.input, list(s.args), list(s.kwargs.values())])
         before = [_host_copy(t) for t in watched]

@@ -20,7 +20,8 @@ whitespace::
     *           sort            bfloat16   stable sort of bfloat16 is not implemented
     device_oom  *               *          the arena cannot refuse an allocation yet
 
-- ``test``: one of the suite's tests — ``op`` (values against the reference), ``out``,
+- ``test``: one of the suite's tests — ``samples`` (building the op's samples), ``op`` (values
+  against the reference), ``out``,
   ``inplace``, ``view``, ``errors``, ``grad`` — or a device check (``device_roundtrip``,
   ``device_oom``, ... as listed by ``ember conformance DEVICE --list-checks``); the ``test_``
   prefix of the pytest names is accepted (``test_op`` = ``op``). ``*`` matches every test.

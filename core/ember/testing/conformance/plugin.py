@@ -2,7 +2,8 @@
 
 ``pytest --pyargs ember.testing.conformance --ember-device DEVICE [--ember-dtype float32,int64]
 [--ember-op add,sum*] [--ember-layout sparse_coo] [--ember-xfails FILE]`` runs the suite's test
-modules (``test_ops.py``: op x dtype x sample; ``test_device.py``: the device checks) on DEVICE.
+modules (``test_ops.py``: samples per op, op x dtype x sample; ``test_device.py``: the device
+checks) on DEVICE, and counts every check as ``ember conformance`` does (see ``_report``).
 
 Loaded in every pytest run once ember is installed, so it stays inert: importing it imports
 no ember, and it only parametrises tests that ask for its fixtures (``ember_case``,
@@ -10,8 +11,9 @@ no ember, and it only parametrises tests that ask for its fixtures (``ember_case
 those modules run on ``cpu``.
 
 Expected failures come from OpInfo.xfails, the plugin's xfails file and ``--ember-xfails``;
-they are marked ``xfail(strict=False)`` per sample, and a (test, op, dtype) group whose samples
-all pass is reported at the end as an *unexpected pass* and fails the session.
+they are marked ``xfail(strict=False)`` per sample (a failing sample is xfailed, a passing one
+xpassed, as ``ember conformance`` counts them), and a (test, op, dtype) group whose samples all
+pass is reported at the end as an *unexpected pass* and fails the session.
 """
 from __future__ import annotations
 

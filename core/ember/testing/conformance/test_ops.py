@@ -1,7 +1,12 @@
 """The op tests of the conformance suite (run with ``pytest --pyargs ember.testing.conformance
---ember-device DEVICE``): one test per (op, dtype, sample) for each of op / out / inplace / view,
-per op for errors, per (op, sample) for grad. The checks are in ``_runner``."""
+--ember-device DEVICE``): one test per op for samples and errors, per (op, dtype, sample) for each
+of op / out / inplace / view, per (op, sample) for grad. The checks are in ``_runner``."""
 from ember.testing.conformance.plugin import run_pytest_case
+
+
+def test_samples(ember_case, ember_target):
+    """The op's samples build for every dtype (an error is reported here, once, with its frame)."""
+    run_pytest_case(ember_case, ember_target)
 
 
 def test_op(ember_case, ember_target):

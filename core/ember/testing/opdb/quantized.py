@@ -1,6 +1,7 @@
 """Op database entries of the core's quantization ops: ``quantize_per_tensor``,
 ``quantize_per_channel``, ``dequantize`` (dtypes qint8 / quint8 / qint32, which ember-quantized
-registers; without it these entries have no dtype to run). The quantized ops of
+registers; without it these entries have no dtype to run, and their error inputs, which name the
+quantized dtypes through ``plugin_dtype``, are reported as not applicable). The quantized ops of
 ``ember.ops.quantized`` ship their entries from the plugin (``ember_opinfos``), built with the
 helpers here.
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._opinfo import ErrorInput, OpInfo, SampleInput, make_tensor
+from .._opinfo import ErrorInput, OpInfo, SampleInput, make_tensor, plugin_dtype
 
 __all__ = ["op_db", "QDTYPES", "np_quantize", "np_quantize_per_channel", "np_dequantize", "q_numpy",
            "assert_quantized", "sample_qtensors"]
@@ -147,14 +148,15 @@ def _qpt_check(sample, result, cpu_result):
 
 def _qpt_errors(op, device):
     import ember
+    qint8, quint8 = plugin_dtype("qint8"), plugin_dtype("quint8")     # the op's kernels need the plugin too
     x = make_tensor((3,), device=device)
-    yield ErrorInput(SampleInput(x, (0.1, 200, ember.qint8)), RuntimeError,
+    yield ErrorInput(SampleInput(x, (0.1, 200, qint8)), RuntimeError,
                      r"quantize_tensor_per_tensor_affine zero_point 200 is above upper bound\.")
-    yield ErrorInput(SampleInput(x, (0.1, -1, ember.quint8)), RuntimeError,
+    yield ErrorInput(SampleInput(x, (0.1, -1, quint8)), RuntimeError,
                      r"quantize_tensor_per_tensor_affine zero_point -1 is below lower bound\.")
-    yield ErrorInput(SampleInput(x, (0.0, 0, ember.qint8)), RuntimeError, r"scale must be a positive finite number, "
-                                                                          r"got 0\.0")
-    yield ErrorInput(SampleInput(x.to(ember.int32), (0.1, 0, ember.qint8)), RuntimeError,
+    yield ErrorInput(SampleInput(x, (0.0, 0, qint8)), RuntimeError, r"scale must be a positive finite number, "
+                                                                    r"got 0\.0")
+    yield ErrorInput(SampleInput(x.to(ember.int32), (0.1, 0, qint8)), RuntimeError,
                      r"Quantize only works on Float Tensor, got Int")
     yield ErrorInput(SampleInput(x, (0.1, 0, ember.float32)), RuntimeError,
                      r"ScalarType Float is not supported in new_qtensor\.")
@@ -185,17 +187,18 @@ def _qpc_check(sample, result, cpu_result):
 
 def _qpc_errors(op, device):
     import ember
+    qint8 = plugin_dtype("qint8")
     x = make_tensor((4, 3), device=device)
     s4, z4 = ember.tensor([0.1, 0.2, 0.3, 0.4]), ember.tensor([0, 0, 0, 0])
-    yield ErrorInput(SampleInput(x, (ember.tensor([0.1, 0.2]), ember.tensor([0, 0]), 0, ember.qint8)), RuntimeError,
+    yield ErrorInput(SampleInput(x, (ember.tensor([0.1, 0.2]), ember.tensor([0, 0]), 0, qint8)), RuntimeError,
                      r"length of scales must equal to channel, expected 4 got, 2")
-    yield ErrorInput(SampleInput(x, (s4, ember.tensor([0, 0]), 0, ember.qint8)), RuntimeError,
+    yield ErrorInput(SampleInput(x, (s4, ember.tensor([0, 0]), 0, qint8)), RuntimeError,
                      r"number of elements in scales and zero_points must match")
-    yield ErrorInput(SampleInput(x, (s4, z4, 2, ember.qint8)), RuntimeError,
+    yield ErrorInput(SampleInput(x, (s4, z4, 2, qint8)), RuntimeError,
                      r"Channel axis out of range in per channel affine quantization\. Got: 2Expected: \[0, 2\)")
-    yield ErrorInput(SampleInput(x, (s4, ember.tensor([0, 0, 0, 300]), 0, ember.qint8)), RuntimeError,
+    yield ErrorInput(SampleInput(x, (s4, ember.tensor([0, 0, 0, 300]), 0, qint8)), RuntimeError,
                      r"quantize_tensor_per_channel_affine zero_point 300 is above upper bound\.")
-    yield ErrorInput(SampleInput(x, (ember.tensor([0.1, 0.2, -0.3, 0.4]), z4, 0, ember.qint8)), RuntimeError,
+    yield ErrorInput(SampleInput(x, (ember.tensor([0.1, 0.2, -0.3, 0.4]), z4, 0, qint8)), RuntimeError,
                      r"scales must be positive finite numbers, got -0\.3")
 
 

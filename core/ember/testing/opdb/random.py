@@ -1,11 +1,16 @@
 """Op database entries: random sampling (``ember._ops._random``).
 
 No closed-form reference: each entry's ``check(sample, result, cpu_result)`` verifies the
-result's shape, dtype and range, a rough distribution (moments within 6 standard errors,
-on samples of at least 1000 values) and reproducibility: the op run again with a
-generator seeded alike gives the same values, a differently seeded one different values.
-Results are never compared with the cpu's: every device has its own generator.
-Samples carry ``seed=`` (the op builds a ``Generator`` on the sample's device from it).
+result's shape, dtype and reproducibility (the op run again with a generator seeded alike gives
+the same values, a differently seeded one different values), then its values with the entry's
+``VALUE_CHECKS`` function: range, and on samples of at least 1000 values the distribution, by
+statistical tests (``ember.testing._stats``) that a correct generator fails with probability at
+most 1e-6 per check. Results are never compared with the cpu's: every device has its own
+generator. Samples carry ``seed=`` (the op builds a ``Generator`` on the sample's device from it).
+
+``VALUE_CHECKS`` maps an entry's id to ``fn(sample, values)``, ``values`` the result as a numpy
+array: the tests of the suite feed it draws of numpy's generators to show that it passes a
+correct stream and fails a wrong one.
 """
 from __future__ import annotations
 
@@ -15,13 +20,15 @@ import numpy as np
 
 import ember
 from .._opinfo import OpInfo, SampleInput, ErrorInput, make_tensor
-from .._samples import COMPLEX, FLOATING, FLOATING_AND_COMPLEX, REAL, REAL_AND_BOOL
+from .._samples import FLOATING, FLOATING_AND_COMPLEX, REAL, REAL_AND_BOOL
+from .._stats import assert_distribution, assert_frequency, normal_cdf, rounding_bound
 from ._common import to_numpy
 
-__all__ = ["op_db"]
+__all__ = ["op_db", "VALUE_CHECKS"]
 
 BIG = 2000     # elements of the samples whose distribution is checked
-_MIN_DIST = 1000
+#: the fewest values whose distribution is tested (smaller samples: range only)
+MIN_DISTRIBUTION_SIZE = 1000
 
 
 def _gen(device, seed):
@@ -53,16 +60,13 @@ def _parts(a):
     return [a.real, a.imag] if np.iscomplexobj(a) else [a]
 
 
-def _moments(a, mean, std, what):
-    """The sample mean within 6 standard errors of ``mean`` and the sample std within 10% of ``std``."""
-    if a.size < _MIN_DIST:
-        return
-    a = a.astype(np.float64)
-    m, s = a.mean(), a.std()
-    tol = 6 * std / math.sqrt(a.size) + 1e-6
-    assert abs(m - mean) <= tol, f"{what}: mean {m:.4g}, expected {mean:.4g} +- {tol:.2g}"
-    if std > 0:
-        assert abs(s - std) <= 0.1 * std + 1e-6, f"{what}: std {s:.4g}, expected {std:.4g}"
+def _distribution(a, cdf, what, dtype_name, **kw):
+    """Kolmogorov-Smirnov test of ``a`` against ``cdf`` (false-failure probability <= 1e-6, see
+    ``_stats.assert_distribution``), allowing for rounding to ``dtype_name`` (None: the values are
+    exact); samples smaller than
+    MIN_DISTRIBUTION_SIZE are not tested."""
+    if a.size >= MIN_DISTRIBUTION_SIZE:
+        assert_distribution(a, cdf, what, resolution=lambda v: rounding_bound(v, dtype_name), **kw)
 
 
 def _common_check(op_fn, sample, result, *, shape=None, dtype=None, rerun=True, inplace=True, vary=True):
@@ -78,6 +82,9 @@ def _common_check(op_fn, sample, result, *, shape=None, dtype=None, rerun=True, 
     target = (lambda: _refresh(sample.input)) if inplace else (lambda: sample.input)
     again = _values(op_fn(target(), *sample.args, **sample.kwargs))
     np.testing.assert_array_equal(a, again, err_msg="same seed, different values: not reproducible")
+    # Two independent draws of >= 100 values, not all equal, coincide with probability < 1e-16 on the
+    # samples here: each value repeats with probability <= 0.2**2 + 0.8**2 = 0.68 (bernoulli(0.2), the
+    # most concentrated), and 0.68 ** 100 < 1e-16.
     if vary and result.numel() >= 100 and not np.all(a == a[0]):
         kw = dict(sample.kwargs, seed=sample.kwargs.get("seed", 0) + 1)
         other = _values(op_fn(target(), *sample.args, **kw))
@@ -101,15 +108,22 @@ def _uniform_samples(op, device, dtype, requires_grad=False):
                       name="low == high")
 
 
-def _uniform_check(sample, result, cpu_result=None):
-    _common_check(_uniform_op, sample, result)
+def uniform_values_check(sample, values):
+    """Values in [low, high] (``high`` itself only through rounding) and, per real / imaginary part,
+    distributed as U(low, high): Kolmogorov-Smirnov, false-failure probability <= 1e-6 per part."""
     low, high = sample.args
-    for p in _parts(_values(result)):
+    for p in _parts(values.reshape(-1)):
         if low == high:
-            assert np.all(p == low)
+            assert np.all(p == low), f"uniform_({low}, {high}) gave values other than {low}"
             continue
         assert np.all((p >= low) & (p <= high)), f"values outside [{low}, {high})"
-        _moments(p, (low + high) / 2, (high - low) / math.sqrt(12), "uniform")
+        _distribution(p, lambda x: np.clip((x - low) / (high - low), 0, 1), f"uniform_({low}, {high})",
+                      sample.input.dtype.name)
+
+
+def _uniform_check(sample, result, cpu_result=None):
+    _common_check(_uniform_op, sample, result)
+    uniform_values_check(sample, to_numpy(result))
 
 
 def _uniform_errors(op, device):
@@ -134,19 +148,23 @@ def _normal_samples(op, device, dtype, requires_grad=False):
                       name="std=0")
 
 
+def normal_values_check(sample, values):
+    """Finite values distributed as N(mean, std**2) (complex: real and imaginary parts each
+    N(mean, std**2 / 2), as PyTorch): Kolmogorov-Smirnov, false-failure probability <= 1e-6 per part."""
+    mean, std = sample.args
+    part_std = std / math.sqrt(2) if np.iscomplexobj(values) else std
+    for p in _parts(values.reshape(-1)):
+        assert np.all(np.isfinite(p)), "normal_ gave non-finite values"
+        if std == 0:
+            assert np.all(p == mean), f"normal_({mean}, 0) gave values other than {mean}"
+            continue
+        _distribution(p, lambda x: normal_cdf((x - mean) / part_std), f"normal_({mean}, {std})",
+                      sample.input.dtype.name)
+
+
 def _normal_check(sample, result, cpu_result=None):
     _common_check(_normal_op, sample, result)
-    mean, std = sample.args
-    a = _values(result)
-    parts = _parts(a)
-    part_std = std / math.sqrt(2) if np.iscomplexobj(a) else std
-    for p in parts:     # complex: real and imaginary parts each N(mean, std**2 / 2), as PyTorch
-        m = mean
-        assert np.all(np.isfinite(p))
-        if std == 0:
-            assert np.all(p == m)
-        else:
-            _moments(p, m, part_std, "normal")
+    normal_values_check(sample, to_numpy(result))
 
 
 def _normal_errors(op, device):
@@ -173,19 +191,25 @@ def _random_samples(op, device, dtype, requires_grad=False):
                       name="random_() full range")
 
 
-def _random_check(sample, result, cpu_result=None):
-    _common_check(_random_op, sample, result)
+def random_values_check(sample, values):
+    """Integral values in [from, to) (``random_()``: [0, 2**mantissa] for floating dtypes, the
+    dtype's range from 0 otherwise), distributed uniformly over those integers: Kolmogorov-Smirnov
+    against the discrete uniform CDF, false-failure probability <= 1e-6."""
     from ember._ops._random import random_upper
     args = sample.args
-    low, high = (0, args[0]) if len(args) == 1 else (args if args else (0, random_upper(result.dtype) + 1))
-    a = _values(result).astype(np.float64)
+    dtype = sample.input.dtype
+    low, high = (0, args[0]) if len(args) == 1 else (args if args else (0, random_upper(dtype) + 1))
+    a = values.reshape(-1).astype(np.float64)
     assert np.all(a == np.floor(a)), "random_ gave non-integral values"
     assert np.all((a >= low) & (a < high)), f"values outside [{low}, {high})"
-    if args:
-        n = high - low
-        _moments(a, (low + high - 1) / 2, math.sqrt((n * n - 1) / 12), "random_")
-    elif a.size >= _MIN_DIST:
-        assert a.mean() > (high - low) / 4, "random_() does not cover its range"
+    count = float(high - low)
+    _distribution(a, lambda x: np.clip((np.floor(x) - low + 1) / count, 0, 1), f"random_ over [{low}, {high})",
+                  None, cdf_below=lambda x: np.clip((np.ceil(x) - low) / count, 0, 1))   # None: exact integers
+
+
+def _random_check(sample, result, cpu_result=None):
+    _common_check(_random_op, sample, result)
+    random_values_check(sample, to_numpy(result))
 
 
 def _random_errors(op, device):
@@ -209,17 +233,19 @@ def _bernoulli_scalar_samples(op, device, dtype, requires_grad=False):
     yield SampleInput(make_tensor((100,), device=device, dtype=dtype, seed=2), (1.0,), {"seed": 5}, name="p=1")
 
 
-def _bernoulli_check_values(a, p_mean):
+def bernoulli_scalar_values_check(sample, values):
+    """Values 0 and 1 (all 0 for p=0, all 1 for p=1), the frequency of 1 consistent with p:
+    Chernoff bound, false-failure probability <= 1e-6."""
+    p = float(sample.args[0])
+    a = values.reshape(-1).astype(np.float64)
     assert np.all((a == 0) | (a == 1)), "bernoulli gave values other than 0 and 1"
-    if isinstance(p_mean, float) and p_mean in (0.0, 1.0):
-        assert np.all(a == p_mean)
-        return
-    _moments(a, p_mean, math.sqrt(p_mean * (1 - p_mean)), "bernoulli")
+    if a.size >= MIN_DISTRIBUTION_SIZE or p in (0.0, 1.0):
+        assert_frequency(int(a.sum()), a.size, p, f"bernoulli_(p={p})")
 
 
 def _bernoulli_scalar_check(sample, result, cpu_result=None):
     _common_check(_bernoulli_scalar_op, sample, result)
-    _bernoulli_check_values(_values(result).astype(np.float64), float(sample.args[0]))
+    bernoulli_scalar_values_check(sample, to_numpy(result))
 
 
 def _bernoulli_scalar_errors(op, device):
@@ -243,16 +269,21 @@ def _bernoulli_tensor_samples(op, device, dtype, requires_grad=False):
     yield SampleInput(ends, (), {"seed": 55}, name="p in {0, 1}")
 
 
+def bernoulli_tensor_values_check(sample, values):
+    """Values 0 and 1, 0 where p=0 and 1 where p=1, and the number of 1s consistent with the sum of
+    the probabilities: Chernoff-Hoeffding bound for unequal trials, false-failure probability <= 1e-6."""
+    p = _values(sample.input).astype(np.float64)
+    a = values.reshape(-1).astype(np.float64)
+    assert np.all((a == 0) | (a == 1)), "bernoulli gave values other than 0 and 1"
+    assert np.all(a[p == 0] == 0) and np.all(a[p == 1] == 1), "p=0 / p=1 not respected"
+    if a.size >= MIN_DISTRIBUTION_SIZE:
+        assert_frequency(int(a.sum()), a.size, float(p.mean()), "bernoulli(p) (frequency of 1 against mean(p))")
+
+
 def _bernoulli_tensor_check(sample, result, cpu_result=None):
     p = _values(sample.input).astype(np.float64)
     _common_check(_bernoulli_tensor_op, sample, result, inplace=False, vary=not np.all((p == 0) | (p == 1)))
-    a = _values(result).astype(np.float64)
-    assert np.all((a == 0) | (a == 1)), "bernoulli gave values other than 0 and 1"
-    assert np.all(a[p == 0] == 0) and np.all(a[p == 1] == 1), "p=0 / p=1 not respected"
-    if a.size >= _MIN_DIST:
-        m = p.mean()
-        tol = 6 * math.sqrt((p * (1 - p)).sum()) / a.size + 1e-6
-        assert abs(a.mean() - m) <= tol, f"bernoulli: mean {a.mean():.4g}, expected {m:.4g} +- {tol:.2g}"
+    bernoulli_tensor_values_check(sample, to_numpy(result))
 
 
 def _bernoulli_tensor_errors(op, device):
@@ -271,12 +302,18 @@ def _exponential_samples(op, device, dtype, requires_grad=False):
         yield SampleInput(t, (1.0 if i % 2 == 0 else 2.5,), {"seed": 60 + i}, name=name)
 
 
+def exponential_values_check(sample, values):
+    """Finite values >= 0 distributed as Exp(lambd): Kolmogorov-Smirnov, false-failure probability
+    <= 1e-6."""
+    lam = sample.args[0]
+    a = values.reshape(-1).astype(np.float64)
+    assert np.all(a >= 0) and np.all(np.isfinite(a)), "exponential gave negative or non-finite values"
+    _distribution(a, lambda x: -np.expm1(-lam * np.maximum(x, 0)), f"exponential_({lam})", sample.input.dtype.name)
+
+
 def _exponential_check(sample, result, cpu_result=None):
     _common_check(_exponential_op, sample, result)
-    lam = sample.args[0]
-    a = _values(result).astype(np.float64)
-    assert np.all(a >= 0) and np.all(np.isfinite(a)), "exponential gave negative or non-finite values"
-    _moments(a, 1 / lam, 1 / lam, "exponential")
+    exponential_values_check(sample, to_numpy(result))
 
 
 def _exponential_errors(op, device):
@@ -300,16 +337,25 @@ def _randperm_samples(op, device, dtype, requires_grad=False):
         yield SampleInput(n, (), dict(kw, seed=70 + i), name=f"n={n}")
 
 
+def randperm_values_check(sample, values):
+    """A permutation of 0 .. n-1, not the identity for n >= 100 (a uniform permutation is the
+    identity with probability 1 / n! < 1e-157)."""
+    n = sample.input
+    a = values.reshape(-1).astype(np.float64)
+    np.testing.assert_array_equal(np.sort(a), np.arange(n), err_msg="not a permutation of 0 .. n-1")
+    if n >= 100:
+        assert not np.array_equal(a, np.arange(n)), "randperm returned the identity"
+
+
 def _randperm_check(sample, result, cpu_result=None):
     n = sample.input
     assert tuple(result.shape) == (n,)
     assert result.dtype is sample.kwargs["dtype"]
-    a = _values(result).astype(np.float64)
-    np.testing.assert_array_equal(np.sort(a), np.arange(n), err_msg="not a permutation of 0 .. n-1")
-    again = _values(_randperm_op(n, **sample.kwargs)).astype(np.float64)
+    a = to_numpy(result)
+    randperm_values_check(sample, a)
+    again = _values(_randperm_op(n, **sample.kwargs))
     np.testing.assert_array_equal(a, again, err_msg="same seed, different permutation")
-    if n >= 100:
-        assert not np.array_equal(a, np.arange(n)), "randperm returned the identity"
+    if n >= 100:     # two independent uniform permutations coincide with probability 1 / n! < 1e-157
         other = _values(_randperm_op(n, **dict(sample.kwargs, seed=sample.kwargs["seed"] + 1)))
         assert not np.array_equal(a, other), "a different seed gave the same permutation"
 
@@ -339,24 +385,40 @@ def _normal_tensor_samples(op, device, dtype, requires_grad=False):
                       name="std=0 gives mean")
 
 
-def _normal_tensor_check(sample, result, cpu_result=None):
+def _normal_tensor_params(sample):
+    """(mean, std, dtype) of a ``normal(mean, std)`` sample: float64 arrays broadcast to the result's shape."""
     mean, std = sample.input, sample.args[0]
-    shapes = [tuple(x.shape) for x in (mean, std) if isinstance(x, ember.Tensor)]
-    shape = tuple(np.broadcast_shapes(*shapes))
+    shape = tuple(np.broadcast_shapes(*[tuple(x.shape) for x in (mean, std) if isinstance(x, ember.Tensor)]))
     dt = mean.dtype if isinstance(mean, ember.Tensor) else std.dtype
-    assert tuple(result.shape) == shape and result.dtype is dt
-    if result.numel() == 0:
-        return
-    a = to_numpy(result).astype(np.float64)
-    again = to_numpy(_normal_tensor_op(mean, std, **sample.kwargs)).astype(np.float64)
-    np.testing.assert_array_equal(a, again, err_msg="same seed, different values")
     m = np.broadcast_to(np.asarray(to_numpy(mean), dtype=np.float64), shape)
     s = np.broadcast_to(np.asarray(to_numpy(std), dtype=np.float64), shape)
+    return m, s, dt
+
+
+def normal_tensor_values_check(sample, values):
+    """Values equal to ``mean`` where std=0, elsewhere standardised values ``(x - mean) / std``
+    distributed as N(0, 1): Kolmogorov-Smirnov, false-failure probability <= 1e-6 (the rounding
+    allowance is the largest rounding bound of a value over its std)."""
+    m, s, dt = _normal_tensor_params(sample)
+    a = np.asarray(values, dtype=np.float64)
     if np.all(s == 0):
         np.testing.assert_allclose(a, m, rtol=1e-2, atol=1e-2)
         return
     z = ((a - m) / s).reshape(-1)
-    _moments(z, 0.0, 1.0, "normal (standardised)")
+    if z.size >= MIN_DISTRIBUTION_SIZE:
+        allowance = float(np.max(rounding_bound(a, dt.name) / s))
+        assert_distribution(z, normal_cdf, "normal(mean, std), standardised", resolution=allowance)
+
+
+def _normal_tensor_check(sample, result, cpu_result=None):
+    m, _, dt = _normal_tensor_params(sample)
+    assert tuple(result.shape) == m.shape and result.dtype is dt
+    if result.numel() == 0:
+        return
+    a = to_numpy(result)
+    again = to_numpy(_normal_tensor_op(sample.input, sample.args[0], **sample.kwargs))
+    np.testing.assert_array_equal(a, again, err_msg="same seed, different values")
+    normal_tensor_values_check(sample, a)
 
 
 def _normal_tensor_errors(op, device):
@@ -383,26 +445,34 @@ def _multinomial_samples(op, device, dtype, requires_grad=False):
                       {"seed": 94}, name="every category once")
 
 
-def _multinomial_check(sample, result, cpu_result=None):
+def multinomial_values_check(sample, values):
+    """Indices in range, distinct without replacement, never a zero-probability category (while
+    others remain); with replacement, each category's frequency consistent with its probability:
+    Chernoff bound per category at 1e-6 / (categories x rows), so <= 1e-6 for the sample."""
     probs, (k, repl) = sample.input, sample.args
     p = to_numpy(probs).astype(np.float64)
-    assert tuple(result.shape) == tuple(probs.shape[:-1]) + (k,) and result.dtype is ember.int64
-    a = to_numpy(result)
-    again = to_numpy(_multinomial_op(probs, k, repl, **sample.kwargs))
-    np.testing.assert_array_equal(a, again, err_msg="same seed, different draws")
-    p2, a2 = p.reshape(-1, p.shape[-1]), a.reshape(-1, k)
-    for row_p, row in zip(p2, a2):
+    p2, a2 = p.reshape(-1, p.shape[-1]), np.asarray(values).reshape(-1, k)
+    alpha = 1e-6 / p2.size
+    for r, (row_p, row) in enumerate(zip(p2, a2)):
         assert np.all((row >= 0) & (row < len(row_p))), "index out of range"
         nz = int((row_p > 0).sum())
         if not repl:
             assert len(set(row.tolist())) == k, "a category drawn twice without replacement"
         if repl or k <= nz:
             assert np.all(row_p[row] > 0), "a zero-probability category was drawn"
-        if repl and k >= _MIN_DIST:
-            freq = np.bincount(row, minlength=len(row_p)) / k
-            q = row_p / row_p.sum()
-            tol = 6 * np.sqrt(q * (1 - q) / k) + 1e-6
-            assert np.all(np.abs(freq - q) <= tol), f"frequencies {freq} far from {q}"
+        if repl and k >= MIN_DISTRIBUTION_SIZE:
+            counts = np.bincount(row.astype(np.int64), minlength=len(row_p))
+            for c, (count, q) in enumerate(zip(counts, row_p / row_p.sum())):
+                assert_frequency(int(count), k, float(q), f"multinomial row {r}, category {c}", alpha=alpha)
+
+
+def _multinomial_check(sample, result, cpu_result=None):
+    probs, (k, repl) = sample.input, sample.args
+    assert tuple(result.shape) == tuple(probs.shape[:-1]) + (k,) and result.dtype is ember.int64
+    a = to_numpy(result)
+    again = to_numpy(_multinomial_op(probs, k, repl, **sample.kwargs))
+    np.testing.assert_array_equal(a, again, err_msg="same seed, different draws")
+    multinomial_values_check(sample, a)
 
 
 def _multinomial_errors(op, device):
@@ -414,6 +484,14 @@ def _multinomial_errors(op, device):
     yield ErrorInput(SampleInput(ember.ones(2, 2, 2, device=device), (1, True), name="3-D"), RuntimeError,
                      r"prob_dist must be 1 or 2 dim")
 
+
+#: the value checks of the entries, by OpInfo id: ``fn(sample, values)`` (the result as a numpy array)
+VALUE_CHECKS = {
+    "uniform": uniform_values_check, "normal": normal_values_check, "random": random_values_check,
+    "bernoulli_scalar": bernoulli_scalar_values_check, "bernoulli_tensor": bernoulli_tensor_values_check,
+    "exponential": exponential_values_check, "randperm": randperm_values_check,
+    "normal_tensor": normal_tensor_values_check, "multinomial": multinomial_values_check,
+}
 
 op_db = [
     OpInfo("uniform", op=_uniform_op, dtypes=FLOATING_AND_COMPLEX, sample_inputs=_uniform_samples,
