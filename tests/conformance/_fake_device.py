@@ -3,6 +3,8 @@
 Memory is numpy byte buffers (two devices, so device-to-device copies are exercised); native
 kernels for copy_ and fill_ (the runtime primitives), a deliberately wrong ``exp`` (returns
 exp(x) + 1 for float32), and the cpu fallback for everything else.
+
+``FakePlugin(quirks=...)`` adds the bugs the device checks must catch (names in ``QUIRKS``).
 """
 from __future__ import annotations
 
@@ -18,8 +20,35 @@ from ember.testing import OpInfo, ErrorInput, SampleInput, HostMemoryRuntime, ma
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+#: bugs a FakePlugin can be given, for the device checks' own tests
+QUIRKS = {
+    "qint8_unsigned": "a qint8 copy_ kernel that stores qint8 as unsigned: negative integers become 0",
+    "complex_unsupported": "host -> device copies of complex dtypes (undeclared) raise a TypeError naming them",
+    "int16_garbage": "device -> host copies of int16 (undeclared) add 1 to every value",
+    "int16_keyerror": "device -> host copies of int16 (undeclared) raise KeyError('int16')",
+    "relu_identity": "a float32 relu kernel that returns its input (no threshold)",
+}
+
+
 class FakeRuntime(HostMemoryRuntime):
     name = "fakedev"
+
+    def __init__(self, quirks=()):
+        super().__init__()
+        self.quirks = set(quirks)
+
+    def from_numpy(self, t, array):
+        if "complex_unsupported" in self.quirks and t.dtype.is_complex:
+            raise TypeError(f"fakedev cannot hold {t.dtype.name} tensors")
+        super().from_numpy(t, array)
+
+    def to_numpy(self, t):
+        a = super().to_numpy(t)
+        if t.dtype.name == "int16" and "int16_garbage" in self.quirks:
+            return a + 1
+        if t.dtype.name == "int16" and "int16_keyerror" in self.quirks:
+            raise KeyError("int16")
+        return a
 
     def device_count(self):
         return 2
@@ -32,8 +61,10 @@ class FakeRuntime(HostMemoryRuntime):
 class FakePlugin:
     """The plugin object; ``xfails`` names its xfails file (relative to this directory)."""
 
-    def __init__(self, xfails=None):
-        self.rt = FakeRuntime()
+    def __init__(self, xfails=None, quirks=()):
+        unknown = set(quirks) - set(QUIRKS)
+        assert not unknown, f"unknown quirks {unknown}"
+        self.rt = FakeRuntime(quirks)
         self.xfails = xfails
 
     @hookimpl
@@ -56,6 +87,20 @@ class FakePlugin:
         rt.register_copy_and_fill(lib)
         lib.impl("exp", wrong_exp, device="fakedev", dtypes=[ember.float32])
         registry.register_fallback("fakedev", L.cpu_fallback)
+        if "qint8_unsigned" in rt.quirks:
+            from ember_quantized import _kernels as Q
+
+            def unsigned_qint8_copy(dst, src, non_blocking=False):
+                Q.copy_(dst, src, non_blocking)
+                if dst.device.type == "fakedev":
+                    v = rt.view(dst)
+                    v[v < 0] = 0                        # deliberately wrong
+                return dst
+            lib.impl("copy_", unsigned_qint8_copy, device="fakedev", dtypes=[ember.qint8])
+        if "relu_identity" in rt.quirks:
+            def relu_identity(self, *, out):
+                np.copyto(rt.view(out), rt.to_numpy(self))   # deliberately wrong
+            lib.impl("relu", relu_identity, device="fakedev", dtypes=[ember.float32])
 
 
 def _unary(op, device, dtype, requires_grad=False):

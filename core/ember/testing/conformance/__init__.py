@@ -3,9 +3,9 @@
 Two ways to run it (they run the same checks, ``_runner`` and ``_device_checks``)::
 
     ember conformance DEVICE [--dtype float32,int64] [--op add,sum*] [--layout sparse_coo]
-                             [--report report.md|report.json] [--xfails FILE] [--write-coverage [DIR]]
+                             [--report report.md|report.json] [--xfails FILE] [--write-coverage [DIR]] [--fast]
     pytest --pyargs ember.testing.conformance --ember-device DEVICE [--ember-dtype ...] [--ember-op ...]
-                             [--ember-layout ...] [--ember-xfails FILE]
+                             [--ember-layout ...] [--ember-xfails FILE] [--ember-fast]
 
 ``ember conformance`` prints an op x dtype matrix (N native, C composite, F fallback,
 xf expected failure, FAIL failing, XP unexpected pass) with totals, the device checks and each
@@ -19,10 +19,13 @@ and ``test_device.py`` by device check.
 
 Tests: ``samples`` (the op's samples build; an error is reported once, with its frame), ``op``
 (values against the numpy reference / the cpu result), ``out``, ``inplace``,
-``view``, ``errors``, ``grad`` and the device checks ``device_roundtrip``, ``device_copies``,
+``view``, ``errors``, ``grad`` and the device checks ``device_roundtrip`` (once per registered
+dtype, plugin dtypes such as qint8 included: ``_roundtrip``), ``device_copies``,
 ``device_views``, ``device_memory_stats``, ``device_oom``, ``device_rng``,
 ``device_synchronize``, ``device_streams``, ``device_pin_memory``, ``device_save_load``,
-``device_autograd``. Expected failures are data: ``OpInfo.xfails`` and a plugin's xfails file
+``device_autograd``, ``device_modules`` (a tiny MLP and CNN trained on the device and on cpu:
+``_smoke``). ``--fast`` checks the first sample of each op x dtype only, and says so.
+Expected failures are data: ``OpInfo.xfails`` and a plugin's xfails file
 (manifest key ``conformance_xfails``; the format is documented in ``_xfails``).
 """
 from ._main import run_conformance  # noqa: F401

@@ -7,7 +7,10 @@ its optional services in ``DeviceRuntime.services``; for each one the suite know
 (``streams``, ``events``, ``pinned_memory``) a declared service must work and an undeclared
 one must raise ``NotImplementedError`` — never do nothing.
 
-The checks are named ``device_<name>`` in reports and xfails files.
+The checks are named ``device_<name>`` in reports and xfails files. ``device_roundtrip``
+(``_roundtrip``) runs once per registered dtype, its results scoped to that dtype (an xfail
+``device_roundtrip * qint8 reason`` names one); ``device_modules`` (``_smoke``) trains a tiny MLP
+and CNN on the device and on cpu and compares them.
 """
 from __future__ import annotations
 
@@ -17,32 +20,15 @@ import warnings
 
 import numpy as np
 
-from ._runner import ConformanceFailure, NotApplicable, _value_mismatches
+from ._check_common import fail, host, same
+from ._roundtrip import check_roundtrip, roundtrip_dtypes
+from ._runner import ConformanceFailure, NotApplicable
+from ._smoke import check_modules
 
-__all__ = ["DEVICE_CHECKS", "run_device_check"]
+__all__ = ["DEVICE_CHECKS", "PER_DTYPE", "device_check_cases", "run_device_check"]
 
 #: services the suite knows how to check
 KNOWN_SERVICES = ("streams", "events", "pinned_memory")
-
-
-def _fail(name, target, problems):
-    body = "\n".join("  " + str(p).replace("\n", "\n  ") for p in problems)
-    raise ConformanceFailure(f"device_{name} failed on device {target.device}:\n{body}")
-
-
-def _host(t):
-    return np.array(t.detach().cpu().numpy())
-
-
-def _same(got, exp, what):
-    """A problem string when arrays/tensors ``got`` and ``exp`` differ (exactly, NaN == NaN)."""
-    import ember
-    g = _host(got) if isinstance(got, ember.Tensor) else np.asarray(got)
-    e = _host(exp) if isinstance(exp, ember.Tensor) else np.asarray(exp)
-    if g.shape != e.shape:
-        return f"{what}: shape {g.shape}, expected {e.shape}"
-    msg = _value_mismatches(g, e, 0.0, 0.0, True)
-    return f"{what}: {msg}" if msg else None
 
 
 def _sample(dtype_name, shape=(3, 4), seed=0):
@@ -62,34 +48,6 @@ def _module(target):
 
 
 # ---------------------------------------------------------------- data movement
-def check_roundtrip(target):
-    """Every declared dtype survives cpu -> device -> cpu (0-dim, empty, 2-D, non-contiguous)."""
-    import ember
-    problems = []
-    for d in target.dtypes:
-        for shape, nc in (((), False), ((0,), False), ((3, 4), False), ((3, 4), True)):
-            from .._opinfo import make_tensor
-            x = make_tensor(shape, dtype=getattr(ember, d), noncontiguous=nc, seed=1)
-            try:
-                y = x.to(target.device)
-                if y.device != target.device or y.dtype != x.dtype:
-                    problems.append(f"{d} {shape}: .to({target.device}) gave device {y.device}, dtype {y.dtype}")
-                    continue
-                p = _same(y.to("cpu"), x, f"{d} {shape}{' non-contiguous' if nc else ''} round trip")
-            except Exception as e:  # noqa: BLE001
-                p = f"{d} {shape}: {type(e).__name__}: {e}"
-            if p:
-                problems.append(p)
-        try:
-            t = ember.tensor([1, 0, 1], dtype=getattr(ember, d), device=target.device)
-            if t.tolist() != ember.tensor([1, 0, 1], dtype=getattr(ember, d)).tolist():
-                problems.append(f"{d}: ember.tensor(..., device=) then tolist() gave {t.tolist()}")
-        except Exception as e:  # noqa: BLE001
-            problems.append(f"{d}: ember.tensor(..., device={target.device}): {type(e).__name__}: {e}")
-    if problems:
-        _fail("roundtrip", target, problems)
-
-
 def check_copies(target):
     """copy_ within the device (with a dtype cast, into a non-contiguous destination), and between
     two devices of the type when device_count() > 1."""
@@ -102,20 +60,20 @@ def check_copies(target):
     try:
         y = ember.empty((3, 4), dtype=x.dtype, device=dev)
         y.copy_(xd)
-        problems.append(_same(y, x, "copy_ within the device"))
+        problems.append(same(y, x, "copy_ within the device"))
         z = ember.empty((4, 3), dtype=x.dtype, device=dev).t()      # non-contiguous destination
         z.copy_(xd)
-        problems.append(_same(z, x, "copy_ into a transposed destination"))
+        problems.append(same(z, x, "copy_ into a transposed destination"))
         w = ember.empty((3, 2), dtype=x.dtype, device=dev)
         w.copy_(xd[:, ::2])                                          # non-contiguous source
-        problems.append(_same(w, x[:, ::2], "copy_ from a sliced source"))
+        problems.append(same(w, x[:, ::2], "copy_ from a sliced source"))
         h = ember.empty((3, 4), dtype=x.dtype)
         h.copy_(xd)                                                  # device -> host through copy_
-        problems.append(_same(h, x, "copy_ device -> cpu"))
+        problems.append(same(h, x, "copy_ device -> cpu"))
         if ints and floats:
             c = ember.empty((3, 4), dtype=getattr(ember, ints[0]), device=dev)
             c.copy_(xd)
-            problems.append(_same(c, x.to(getattr(ember, ints[0])), f"copy_ with a cast {x.dtype.name} -> {ints[0]}"))
+            problems.append(same(c, x.to(getattr(ember, ints[0])), f"copy_ with a cast {x.dtype.name} -> {ints[0]}"))
     except Exception as e:  # noqa: BLE001
         problems.append(f"{type(e).__name__}: {e}")
     if target.second is not None:
@@ -123,15 +81,15 @@ def check_copies(target):
             o = xd.to(target.second)
             if o.device != target.second:
                 problems.append(f".to({target.second}) gave a tensor on {o.device}")
-            problems.append(_same(o, x, f"{dev} -> {target.second}"))
+            problems.append(same(o, x, f"{dev} -> {target.second}"))
             back = ember.empty((3, 4), dtype=x.dtype, device=dev)
             back.copy_(o)
-            problems.append(_same(back, x, f"copy_ {target.second} -> {dev}"))
+            problems.append(same(back, x, f"copy_ {target.second} -> {dev}"))
         except Exception as e:  # noqa: BLE001
             problems.append(f"between {dev} and {target.second}: {type(e).__name__}: {e}")
     problems = [p for p in problems if p]
     if problems:
-        _fail("copies", target, problems)
+        fail("copies", target, problems)
 
 
 def check_views(target):
@@ -157,7 +115,7 @@ def check_views(target):
                 problems.append(f"{name}: does not share storage with its base")
             if tuple(v.stride()) != stride:
                 problems.append(f"{name}: stride {tuple(v.stride())}, expected {stride}")
-            problems.append(_same(v.to(ember.float64), exp, name))
+            problems.append(same(v.to(ember.float64), exp, name))
         except Exception as e:  # noqa: BLE001
             problems.append(f"{name}: {type(e).__name__}: {e}")
     try:
@@ -165,19 +123,19 @@ def check_views(target):
         c = v.contiguous()
         if not c.is_contiguous() or tuple(c.stride()) != (4, 1):
             problems.append(f"t().contiguous(): stride {tuple(c.stride())}, expected (4, 1)")
-        problems.append(_same(c.to(ember.float64), ref.T, "t().contiguous()"))
+        problems.append(same(c.to(ember.float64), ref.T, "t().contiguous()"))
         if x.contiguous() is not x:
             problems.append("contiguous() of a contiguous tensor is not the tensor itself")
         w = x[1:3, 2:4]
         w.fill_(-1)                                           # a write through a view reaches the base
         ref2 = ref.copy()
         ref2[1:3, 2:4] = -1
-        problems.append(_same(x.to(ember.float64), ref2, "fill_ through a slice"))
+        problems.append(same(x.to(ember.float64), ref2, "fill_ through a slice"))
     except Exception as e:  # noqa: BLE001
         problems.append(f"contiguous / write through a view: {type(e).__name__}: {e}")
     problems = [p for p in problems if p]
     if problems:
-        _fail("views", target, problems)
+        fail("views", target, problems)
 
 
 # ---------------------------------------------------------------- memory
@@ -212,12 +170,12 @@ def check_memory_stats(target):
     mod.reset_peak_memory_stats(dev)
     if mod.max_memory_allocated(dev) != mod.memory_allocated(dev):
         problems.append("after reset_peak_memory_stats(), max_memory_allocated() != memory_allocated()")
-    same = ember.memory.memory_allocated(dev)
-    if same != mod.memory_allocated(dev):
-        problems.append(f"ember.memory.memory_allocated({dev}) = {same} disagrees with "
+    via_memory = ember.memory.memory_allocated(dev)
+    if via_memory != mod.memory_allocated(dev):
+        problems.append(f"ember.memory.memory_allocated({dev}) = {via_memory} disagrees with "
                         f"ember.{dev.type}.memory_allocated() = {mod.memory_allocated(dev)}")
     if problems:
-        _fail("memory_stats", target, problems)
+        fail("memory_stats", target, problems)
 
 
 def check_oom(target):
@@ -248,7 +206,7 @@ def check_oom(target):
     except Exception as e:  # noqa: BLE001
         problems.append(f"allocating after the failure raised {type(e).__name__}: {e}")
     if problems:
-        _fail("oom", target, problems)
+        fail("oom", target, problems)
 
 
 # ---------------------------------------------------------------- RNG, sync, services
@@ -266,22 +224,22 @@ def check_rng(target):
         c = ember.rand(64, device=dev, dtype=d)
         if a.device != dev:
             problems.append(f"rand(device={dev}) gave a tensor on {a.device}")
-        problems.append(_same(b, a, "rand after the same manual_seed"))
-        if _same(c, a, "") is None:     # 64 independent draws of >= 2**24 values each coincide w.p. <= 2**-1536
+        problems.append(same(b, a, "rand after the same manual_seed"))
+        if same(c, a, "") is None:     # 64 independent draws of >= 2**24 values each coincide w.p. <= 2**-1536
             problems.append("rand after different seeds gave the same numbers")
-        ha = _host(a)
+        ha = host(a)
         if not ((ha >= 0) & (ha < 1)).all():
             problems.append("rand gave values outside [0, 1)")
         g = ember.Generator(dev).manual_seed(7)
         r1 = ember.randn(32, device=dev, dtype=d, generator=g)
         g.manual_seed(7)
         r2 = ember.randn(32, device=dev, dtype=d, generator=g)
-        problems.append(_same(r2, r1, "randn with a re-seeded ember.Generator"))
+        problems.append(same(r2, r1, "randn with a re-seeded ember.Generator"))
     except Exception as e:  # noqa: BLE001
         problems.append(f"{type(e).__name__}: {e}")
     problems = [p for p in problems if p]
     if problems:
-        _fail("rng", target, problems)
+        fail("rng", target, problems)
 
 
 def check_synchronize(target):
@@ -297,7 +255,7 @@ def check_synchronize(target):
     except Exception as e:  # noqa: BLE001
         problems.append(f"{type(e).__name__}: {e}")
     if problems:
-        _fail("synchronize", target, problems)
+        fail("synchronize", target, problems)
 
 
 def _undeclared(target, service, call, problems):
@@ -345,7 +303,7 @@ def check_streams(target):
     else:
         _undeclared(target, "events", lambda: mod.Event(), problems)
     if problems:
-        _fail("streams", target, problems)
+        fail("streams", target, problems)
 
 
 def check_pin_memory(target):
@@ -359,10 +317,10 @@ def check_pin_memory(target):
             p = x.pin_memory(device=target.device_type)
             if not p.is_pinned(device=target.device_type):
                 problems.append("pin_memory() gave a tensor whose is_pinned() is False")
-            problems.append(_same(p, x, "pin_memory()"))
+            problems.append(same(p, x, "pin_memory()"))
             y = p.to(target.device, non_blocking=True)
             mod.synchronize()
-            problems.append(_same(y, x, "pinned -> device with non_blocking=True"))
+            problems.append(same(y, x, "pinned -> device with non_blocking=True"))
         except Exception as e:  # noqa: BLE001
             problems.append(f"pinned_memory: {type(e).__name__}: {e}")
     else:
@@ -371,13 +329,13 @@ def check_pin_memory(target):
         y = x.to(target.device, non_blocking=True)
         back = y.to("cpu", non_blocking=True)
         mod.synchronize()
-        problems.append(_same(back, x, "non_blocking=True copies to the device and back"))
+        problems.append(same(back, x, "non_blocking=True copies to the device and back"))
     except Exception as e:  # noqa: BLE001
         problems.append(f"non_blocking: {type(e).__name__}: {e}")
     unknown = sorted(set(rt.services) - set(KNOWN_SERVICES))
     problems = [p for p in problems if p]
     if problems:
-        _fail("pin_memory", target, problems + ([f"(services not checked by the suite: {unknown})"] if unknown else []))
+        fail("pin_memory", target, problems + ([f"(services not checked by the suite: {unknown})"] if unknown else []))
 
 
 # ---------------------------------------------------------------- serialization, autograd
@@ -394,20 +352,20 @@ def check_save_load(target):
         got = ember.load(buf)
         if got["a"].device != target.device:
             problems.append(f"loaded onto {got['a'].device}, expected {target.device}")
-        problems.append(_same(got["a"], x, "loaded tensor"))
-        problems.append(_same(got["b"], x[1:], "loaded view"))
+        problems.append(same(got["a"], x, "loaded tensor"))
+        problems.append(same(got["b"], x[1:], "loaded view"))
         if got["a"].untyped_storage().data_ptr() != got["b"].untyped_storage().data_ptr():
             problems.append("a tensor and its view no longer share storage after save/load")
         buf.seek(0)
         c = ember.load(buf, map_location="cpu")["a"]
         if c.device != ember.device("cpu"):
             problems.append(f"map_location='cpu' loaded onto {c.device}")
-        problems.append(_same(c, x, "loaded with map_location='cpu'"))
+        problems.append(same(c, x, "loaded with map_location='cpu'"))
     except Exception as e:  # noqa: BLE001
         problems.append(f"{type(e).__name__}: {e}")
     problems = [p for p in problems if p]
     if problems:
-        _fail("save_load", target, problems)
+        fail("save_load", target, problems)
 
 
 def check_autograd(target):
@@ -445,7 +403,7 @@ def check_autograd(target):
         except Exception as e:  # noqa: BLE001
             problems.append(f"{name} ({d}): {type(e).__name__}: {e}")
     if problems:
-        _fail("autograd", target, problems)
+        fail("autograd", target, problems)
 
 
 #: name -> check, in the order they run
@@ -453,15 +411,29 @@ DEVICE_CHECKS = {
     "roundtrip": check_roundtrip, "copies": check_copies, "views": check_views,
     "memory_stats": check_memory_stats, "oom": check_oom, "rng": check_rng, "synchronize": check_synchronize,
     "streams": check_streams, "pin_memory": check_pin_memory, "save_load": check_save_load,
-    "autograd": check_autograd,
+    "autograd": check_autograd, "modules": check_modules,
 }
 
+#: checks that run once per dtype (``check_<name>(target, dtype)``) -> the function giving their dtypes
+PER_DTYPE = {"roundtrip": roundtrip_dtypes}
 
-def run_device_check(name, target):
-    """Run ``device_<name>``; an unexpected exception becomes a ConformanceFailure.
 
-    The checks use the target's dense dtypes (a plugin dtype such as qint8, asked for with
-    ``--dtype``, is tested by its plugin's OpInfos); with none, the device's own dtypes."""
+def device_check_cases(target) -> list:
+    """(name, dtype) of every device check to run on ``target``, in order: dtype ``"*"`` for a check that
+    runs once, each dtype name for a per-dtype check (``device_roundtrip``: every registered dtype)."""
+    out = []
+    for name in DEVICE_CHECKS:
+        out += [(name, d) for d in PER_DTYPE[name](target)] if name in PER_DTYPE else [(name, "*")]
+    return out
+
+
+def run_device_check(name, target, dtype="*"):
+    """Run ``device_<name>`` (for ``dtype``, when it is a per-dtype check); an unexpected exception becomes a
+    ConformanceFailure.
+
+    The checks that are not per dtype use the target's dense dtypes (a plugin dtype such as qint8, asked
+    for with ``--dtype``, is tested by its plugin's OpInfos and by ``device_roundtrip``); with none, the
+    device's own dtypes."""
     from ember.library import ALL_DENSE
     dense = {d.name for d in ALL_DENSE}
     if any(d not in dense for d in target.dtypes):
@@ -470,9 +442,13 @@ def run_device_check(name, target):
         target = dataclasses.replace(target, dtypes=[d for d in target.dtypes if d in dense] or
                                      [d for d in device_dtypes(target.device_type) if d in dense])
     try:
-        DEVICE_CHECKS[name](target)
+        if name in PER_DTYPE:
+            DEVICE_CHECKS[name](target, dtype)
+        else:
+            DEVICE_CHECKS[name](target)
     except (ConformanceFailure, NotApplicable):
         raise
     except Exception as e:  # noqa: BLE001
-        raise ConformanceFailure(f"device_{name} failed on device {target.device}: "
+        what = "" if dtype == "*" else f", dtype {dtype}"
+        raise ConformanceFailure(f"device_{name} failed on device {target.device}{what}: "
                                  f"{type(e).__name__}: {e}") from e

@@ -6,7 +6,7 @@ import warnings
 
 from ..._dtype import ALL_DENSE
 from . import _xfails
-from ._device_checks import DEVICE_CHECKS, run_device_check
+from ._device_checks import DEVICE_CHECKS, device_check_cases, run_device_check
 from ._report import Outcome, Results, render_text, write_report
 from .._opinfo import MissingDtype
 from ._runner import (ConformanceFailure, NotApplicable, SampleBuildError, applies, check_errors, check_grad,
@@ -32,7 +32,7 @@ def _outcome(test, op, dtype, sample, fn):
 
 
 def run_conformance(device, *, dtypes=None, ops=None, layout="strided", opinfos=None, xfail_files=(),
-                    device_checks=True, progress=None) -> Results:
+                    device_checks=True, progress=None, fast=False) -> Results:
     """Run the suite on ``device`` and return the finalized ``Results``.
 
     :param device: "cpu", "vdev", "vdev:1", ...
@@ -43,18 +43,20 @@ def run_conformance(device, *, dtypes=None, ops=None, layout="strided", opinfos=
     :param xfail_files: extra xfails files (format: ``ember.testing.conformance._xfails``).
     :param device_checks: also run the device-level checks.
     :param progress: optional callable(str) told about each op as it starts.
+    :param fast: check only the first sample of each op x dtype (and the first gradient sample of each op),
+        for quick iteration; the summary says the run was fast. The device checks all run.
     """
     with warnings.catch_warnings():
         # the samples include NaN, inf, overflow and empty reductions on purpose: numpy's and ember's
         # warnings about them are expected and would bury the report (results are what is checked)
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", UserWarning)
-        return _run_conformance(device, dtypes, ops, layout, opinfos, xfail_files, device_checks, progress)
+        return _run_conformance(device, dtypes, ops, layout, opinfos, xfail_files, device_checks, progress, fast)
 
 
-def _run_conformance(device, dtypes, ops, layout, opinfos, xfail_files, device_checks, progress):
+def _run_conformance(device, dtypes, ops, layout, opinfos, xfail_files, device_checks, progress, fast):
     from ember import profiler
-    target = make_target(device, dtypes, layout)
+    target = make_target(device, dtypes, layout, fast=fast)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         infos = load_opinfos(ops, opinfos, target.device_type)
@@ -99,15 +101,16 @@ def _run_conformance(device, dtypes, ops, layout, opinfos, xfail_files, device_c
         if applies("grad", o):
             gd = grad_dtype(o, target)
             if gd is not None:
-                for i, s in grad_samples(o, target, gd):
+                for i, s in grad_samples(o, target, gd)[:1 if target.fast else None]:
                     label = f"{i}" + (f" '{s.name}'" if s.name else "")
                     results.add(_outcome("grad", o.id, gd, label,
                                          lambda o=o, i=i, s=s: check_grad(o, target, gd, i, s)))
     if device_checks:
-        for name in DEVICE_CHECKS:
+        for name, dtype in device_check_cases(target):
             if progress:
-                progress(f"device_{name}")
-            results.add(_outcome(f"device_{name}", "*", "*", "", lambda n=name: run_device_check(n, target)))
+                progress(f"device_{name}" + ("" if dtype == "*" else f" {dtype}"))
+            results.add(_outcome(f"device_{name}", "*", dtype, "",
+                                 lambda n=name, d=dtype: run_device_check(n, target, d)))
     return results.finalize(xf)
 
 
@@ -123,6 +126,9 @@ def add_arguments(p) -> None:
     p.add_argument("--opinfos", default=None, help="MODULE:ATTR, a list (or function returning one) of OpInfo "
                                                    "to test instead of the op database")
     p.add_argument("--no-device-checks", action="store_true", help="skip the device-level checks")
+    p.add_argument("--fast", action="store_true", help="quick iteration: check only the first sample of each "
+                                                       "op x dtype (and one gradient sample per op); the summary "
+                                                       "says the run was fast. Run without it before a release")
     p.add_argument("--write-coverage", nargs="?", const="docs/coverage", default=None, metavar="DIR",
                    help="write the matrix to DIR/<device type>.md, DIR/<device type>-<layout>.md for a non-strided "
                         "layout, DIR/<device type>-<dtypes>.md for a run restricted to plugin dtypes "
@@ -178,14 +184,20 @@ def main(args, out=None) -> int:
     if args.list_checks:
         from ._runner import TESTS
         print("tests: " + ", ".join(TESTS), file=out)
-        print("device checks: " + ", ".join(f"device_{n}" for n in DEVICE_CHECKS), file=out)
+        print("device checks: " + ", ".join(f"device_{n}" for n in DEVICE_CHECKS)
+              + " (device_roundtrip once per registered dtype)", file=out)
         return 0
+    if getattr(args, "fast", False) and args.write_coverage:
+        print("ember conformance: error: --write-coverage needs a full run (the coverage tables are committed); "
+              "drop --fast", file=sys.stderr)
+        return 2
     try:
         opinfos = _resolve(args.opinfos) if args.opinfos else None
         progress = (lambda m: print(m, file=sys.stderr, flush=True)) if args.verbose else None
         results = run_conformance(args.device, dtypes=args.dtype, ops=args.op, layout=args.layout,
                                   opinfos=opinfos, xfail_files=args.xfails,
-                                  device_checks=not args.no_device_checks, progress=progress)
+                                  device_checks=not args.no_device_checks, progress=progress,
+                                  fast=getattr(args, "fast", False))
     except (RuntimeError, ValueError, ImportError, AttributeError, FileNotFoundError) as e:
         print(f"ember conformance: error: {e}", file=sys.stderr)
         return 2

@@ -54,6 +54,7 @@ class Results:
 
     def __init__(self, target, opinfos=()):
         self.target = target
+        self.fast = getattr(target, "fast", False)    # only the first sample of each op x dtype was checked
         self.device = str(target.device)
         self.layout = target.layout
         self.dtypes = list(target.dtypes)
@@ -194,12 +195,20 @@ def _summary_lines(r: Results) -> list:
              f"{ck.get('skipped', 0)} not applicable"]
     if r.unexpected_passes:
         lines.append(f"unexpected passes: {len(r.unexpected_passes)} expected failure(s) with no failing check")
+    if r.fast:
+        lines.append("FAST run (--fast): only the first sample of each op x dtype and one gradient sample per op "
+                     "were checked; run without --fast before a release")
     dev = r.device_checks()
     if dev:
         dc = collections.Counter(o.status for o in dev)
         lines.append(f"device checks: {dc.get('passed', 0)} passed, {dc.get('failed', 0)} failed, "
                      f"{dc.get('xfailed', 0)} xfailed, {dc.get('skipped', 0)} not declared by the device")
     return lines
+
+
+def _check_name(o) -> str:
+    """A device check's name in the report: ``device_roundtrip qint8`` for a per-dtype check."""
+    return o.test if o.dtype in ("*", "-") else f"{o.test} {o.dtype}"
 
 
 #: checks that run once per op (their skips are listed with the reason)
@@ -225,7 +234,8 @@ def render_text(r: Results, *, max_failures: int = 20) -> str:
     cols, rows = _matrix_rows(r)
     w = max([len(op) for op, _ in rows] + [2])
     cw = [max(len(c), 4) for c in cols]
-    out = [f"ember conformance: device {r.device}, layout {r.layout}, {len(r.ops)} ops x {len(r.dtypes)} dtypes", ""]
+    out = [f"ember conformance: device {r.device}, layout {r.layout}, {len(r.ops)} ops x {len(r.dtypes)} dtypes"
+           + (" (FAST run: first sample per op x dtype)" if r.fast else ""), ""]
     out.append(" " * w + "  " + " ".join(c.rjust(n) for c, n in zip(cols, cw)))
     for op, row in rows:
         out.append(op.ljust(w) + "  " + " ".join(v.rjust(n) for v, n in zip(row, cw)))
@@ -238,7 +248,7 @@ def render_text(r: Results, *, max_failures: int = 20) -> str:
         out.append("device checks:")
         for o in dev:
             tail = f" ({o.reason or o.message.splitlines()[0] if o.message else ''})" if o.status != "passed" else ""
-            out.append(f"  {o.test:<22} {o.status}{tail}")
+            out.append(f"  {_check_name(o):<28} {o.status}{tail}")
     fb = _fallback_lines(r)
     if fb:
         out += ["", "ops that ran through the fallback:"] + ["  " + x for x in fb]
@@ -288,7 +298,7 @@ def render_markdown(r: Results, *, title: str = None, coverage: bool = False) ->
         for o in dev:
             note = f" — {o.reason}" if o.reason else (
                 f" — {o.message.splitlines()[0]}" if o.status == "skipped" and o.message else "")
-            out.append(f"| `{o.test}` | {o.status}{note} |")
+            out.append(f"| `{_check_name(o)}` | {o.status}{note} |")
     fb = _fallback_lines(r)
     if fb:
         out += ["", "## Fallbacks", ""] + [f"- {x}" for x in fb]
@@ -320,7 +330,7 @@ def render_markdown(r: Results, *, title: str = None, coverage: bool = False) ->
 def to_json(r: Results) -> dict:
     """Everything, machine-readable."""
     return {
-        "device": r.device, "layout": r.layout, "dtypes": r.dtypes, "exit_code": r.exit_code,
+        "device": r.device, "layout": r.layout, "dtypes": r.dtypes, "exit_code": r.exit_code, "fast": r.fast,
         "totals": r.totals(),
         "matrix": {op: {d: r.cell(op, d) for d in r.dtypes} | {"grad": r.op_column(op, "grad"),
                                                                 "errors": r.op_column(op, "errors")}

@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import fnmatch
+import itertools
 import re
 import traceback
 import warnings
@@ -82,6 +83,8 @@ class Target:
     layout: str = "strided"
     dtypes: list = dataclasses.field(default_factory=list)   # dtype names tested
     second: object = None     # another device of the same type (device_count() > 1), else None
+    requested: tuple = ()     # the dtype names asked for (--dtype), () for the device's default
+    fast: bool = False        # quick iteration (--fast): only the first sample of each (op, dtype)
 
     @property
     def device_type(self) -> str:
@@ -121,8 +124,9 @@ def generic_dtypes() -> list:
     return out
 
 
-def make_target(device, dtypes=None, layout: str = "strided") -> Target:
-    """A Target for ``device`` ("cpu", "vdev", "vdev:1"); ``dtypes`` restricts the dtypes tested.
+def make_target(device, dtypes=None, layout: str = "strided", fast: bool = False) -> Target:
+    """A Target for ``device`` ("cpu", "vdev", "vdev:1"); ``dtypes`` restricts the dtypes tested; ``fast``
+    tests only the first sample of each (op, dtype) and the first gradient sample of each op.
 
     :raises RuntimeError: when the device type is not installed or has no device."""
     import ember
@@ -146,7 +150,7 @@ def make_target(device, dtypes=None, layout: str = "strided") -> Target:
         n = dt.runtime.device_count()
         if n > 1:
             second = ember.device(dev.type, ((dev.index or 0) + 1) % n)
-    return Target(dev, layout, avail, second)
+    return Target(dev, layout, avail, second, tuple(want) if dtypes else (), fast)
 
 
 def load_opinfos(ops=None, opinfos=None, device_type=None) -> list:
@@ -193,20 +197,22 @@ _SAMPLE_CACHE: "collections.OrderedDict" = collections.OrderedDict()
 
 
 def samples_of(opinfo, target, dtype_name, requires_grad=False) -> list:
-    """The op's samples on the device (a small LRU: pytest asks for one sample at a time).
+    """The op's samples on the device (a small LRU: pytest asks for one sample at a time). In a fast run
+    (``target.fast``) only the first sample is built, except for gradient samples (``grad_samples`` takes the
+    first one with an input to differentiate, which need not be the first).
 
     :raises SampleBuildError: when the sampler raises (the error is cached like the samples).
     :raises MissingDtype: when a sample needs a dtype whose plugin is not loaded."""
-    key = (id(opinfo), str(target.device), target.layout, dtype_name, requires_grad)
+    limit = 1 if target.fast and not requires_grad else None
+    key = (id(opinfo), str(target.device), target.layout, dtype_name, requires_grad, limit)
     hit = _SAMPLE_CACHE.get(key)
     if hit is None:
         dt = _dtype(dtype_name)
         try:
-            if target.layout == "strided":
-                hit = opinfo.samples(target.device, dt, requires_grad)
-            else:
-                sampler = opinfo.layout_samplers.get(target.layout)
-                hit = [] if sampler is None else list(sampler(opinfo, target.device, dt, requires_grad))
+            sampler = opinfo.sample_inputs if target.layout == "strided" else opinfo.layout_samplers.get(target.layout)
+            # islice: a fast run does not build the samples it would not check (most of its time otherwise)
+            hit = [] if sampler is None else list(itertools.islice(sampler(opinfo, target.device, dt, requires_grad),
+                                                                   limit))
         except MissingDtype as e:
             hit = e
         except Exception as e:  # noqa: BLE001 - a sampler's bug is a finding, reported by check_samples
@@ -291,7 +297,9 @@ def opinfos_for_layout(opinfos, layout: str) -> list:
 
 
 def cases_for(test, target, opinfos) -> list:
-    """Every Case of ``test`` on ``target`` (generates the samples to count them)."""
+    """Every Case of ``test`` on ``target`` (generates the samples to count them); in a fast run
+    (``target.fast``), only the first sample of each (op, dtype) and the first gradient sample of each op."""
+    first = 1 if target.fast else None
     out = []
     for o in opinfos:
         if not applies(test, o):
@@ -303,10 +311,11 @@ def cases_for(test, target, opinfos) -> list:
         elif test == "grad":
             d = grad_dtype(o, target)
             if d is not None:
-                out.extend(Case("grad", o, d, i, s.name) for i, s in grad_samples(o, target, d))
+                out.extend(Case("grad", o, d, i, s.name) for i, s in grad_samples(o, target, d)[:first])
         else:
             for d in op_dtypes(o, target):
-                out.extend(Case(test, o, d, i, s.name) for i, s in enumerate(buildable_samples(o, target, d)))
+                out.extend(Case(test, o, d, i, s.name)
+                           for i, s in enumerate(buildable_samples(o, target, d)[:first]))
     return out
 
 

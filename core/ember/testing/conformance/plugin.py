@@ -1,7 +1,7 @@
 """The pytest plugin of the conformance suite (entry point ``pytest11``: ``ember``).
 
 ``pytest --pyargs ember.testing.conformance --ember-device DEVICE [--ember-dtype float32,int64]
-[--ember-op add,sum*] [--ember-layout sparse_coo] [--ember-xfails FILE]`` runs the suite's test
+[--ember-op add,sum*] [--ember-layout sparse_coo] [--ember-xfails FILE] [--ember-fast]`` runs the suite's test
 modules (``test_ops.py``: samples per op, op x dtype x sample; ``test_device.py``: the device
 checks) on DEVICE, and counts every check as ``ember conformance`` does (see ``_report``).
 
@@ -23,8 +23,8 @@ _STATE_KEY = "_ember_conformance_state"
 
 
 def pytest_addoption(parser):
-    """Add the ``--ember-device``, ``--ember-dtype``, ``--ember-op``, ``--ember-layout``, ``--ember-xfails`` and
-    ``--ember-opinfos`` options (group "ember").
+    """Add the ``--ember-device``, ``--ember-dtype``, ``--ember-op``, ``--ember-layout``, ``--ember-xfails``,
+    ``--ember-opinfos`` and ``--ember-fast`` options (group "ember").
     """
     g = parser.getgroup("ember", "ember conformance suite (pytest --pyargs ember.testing.conformance)")
     g.addoption("--ember-device", default=None, help="device to run the conformance suite on (default cpu)")
@@ -33,6 +33,8 @@ def pytest_addoption(parser):
     g.addoption("--ember-layout", default="strided", help="layout to test (default strided)")
     g.addoption("--ember-xfails", action="append", default=[], help="an extra xfails file (repeatable)")
     g.addoption("--ember-opinfos", default=None, help="MODULE:ATTR, OpInfo list used instead of the op database")
+    g.addoption("--ember-fast", action="store_true", default=False,
+                help="quick iteration: only the first sample of each op x dtype (and one gradient sample per op)")
 
 
 class _State:
@@ -43,7 +45,8 @@ class _State:
         from ._main import _resolve
         from ._runner import load_opinfos, make_target, opinfos_for_layout
         opt = config.getoption
-        self.target = make_target(opt("--ember-device") or "cpu", opt("--ember-dtype"), opt("--ember-layout"))
+        self.target = make_target(opt("--ember-device") or "cpu", opt("--ember-dtype"), opt("--ember-layout"),
+                                  fast=bool(opt("--ember-fast")))
         spec = opt("--ember-opinfos")
         self.opinfos = load_opinfos(opt("--ember-op"), _resolve(spec) if spec else None, self.target.device_type)
         self.opinfos = opinfos_for_layout(self.opinfos, self.target.layout)
@@ -72,12 +75,12 @@ def pytest_generate_tests(metafunc):
         return
     st = _state(metafunc.config)
     if "ember_device_check" in names:
-        from ._device_checks import DEVICE_CHECKS
+        from ._device_checks import device_check_cases
         params = []
-        for n in DEVICE_CHECKS:
-            x = st.xfails.lookup(f"device_{n}", "*", "*")
+        for n, d in device_check_cases(st.target):      # (name, dtype): dtype "*" unless a per-dtype check
+            x = st.xfails.lookup(f"device_{n}", "*", d)
             marks = [pytest.mark.xfail(reason=x.reason, strict=False)] if x else []
-            params.append(pytest.param(n, id=n, marks=marks))
+            params.append(pytest.param((n, d), id=n if d == "*" else f"{n}-{d}", marks=marks))
         metafunc.parametrize("ember_device_check", params)
         return
     from ._runner import cases_for
@@ -115,7 +118,8 @@ def pytest_runtest_makereport(item, call):
         from ._xfails import normalize_test
         key = (normalize_test(item.originalname), case.op_id, case.dtype)
     elif "ember_device_check" in item.callspec.params:
-        key = (f"device_{item.callspec.params['ember_device_check']}", "*", "*")
+        name, dtype = item.callspec.params["ember_device_check"]
+        key = (f"device_{name}", "*", dtype)
     st = getattr(item.config, _STATE_KEY, None)
     if key is None or st is None:
         return
@@ -150,7 +154,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     tr = terminalreporter
     tr.write_sep("-", f"ember conformance: device {st.target.device}, layout {st.target.layout}, "
-                      f"{len(st.opinfos)} ops, dtypes {', '.join(st.target.dtypes)}")
+                      f"{len(st.opinfos)} ops, dtypes {', '.join(st.target.dtypes)}"
+                      + (", FAST run (--ember-fast: first sample of each op x dtype only)" if st.target.fast else ""))
     bad = _unexpected(config)
     if bad:
         tr.write_line("unexpected passes (every sample of an expected failure passed; remove the xfail):")

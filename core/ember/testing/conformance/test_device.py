@@ -6,10 +6,12 @@ from ember.testing.conformance._runner import ConformanceFailure, NotApplicable
 
 
 def test_device(ember_device_check, ember_target):
-    """Round trips, copies, views, allocator statistics, OOM, RNG, synchronize, services, save/load, autograd."""
+    """Round trips (per dtype), copies, views, allocator statistics, OOM, RNG, synchronize, services,
+    save/load, autograd, module smoke runs; ``ember_device_check`` is (check name, dtype or "*")."""
+    name, dtype = ember_device_check
     failure = None
     try:
-        run_device_check(ember_device_check, ember_target)
+        run_device_check(name, ember_target, dtype)
     except NotApplicable as e:
         pytest.skip(str(e))
     except ConformanceFailure as e:
