@@ -64,13 +64,15 @@ def numel(input) -> int:
 
 # submodules that are not device modules (``from . import nn`` asks __getattr__ before importing)
 _SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing",
-                          "sparse",
-                          "distributed"})
+                          "sparse", "distributed", "profiler"})
 
 
 def _lookup_device_module(name):
+    """The device module of device type ``name``, loading the plugin that declares it (or every plugin, for a
+    name no lazy-load manifest lists: it may be a dtype or a device type of a plugin without one)."""
     from . import _registry as R
-    R.ensure_loaded()
+    if not (R.load_for("device_types", name) or R.load_for("dtypes", name) or R.load_for("layouts", name)):
+        R.ensure_loaded()
     dt = R.device_types.get(name)
     if dt is not None:
         return dt.module
@@ -88,6 +90,8 @@ def __getattr__(name):
     mod = _lookup_device_module(name)
     if mod is not None:
         return mod
+    if name in globals():            # a dtype or layout its plugin registered while it loaded just now
+        return globals()[name]
     if name in _dtype._QUANTIZED_NAMES:
         if name in globals():        # registered by ember-quantized while the plugins loaded just now
             return globals()[name]
@@ -103,3 +107,4 @@ from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enab
 from . import nn, optim, utils, multiprocessing, distributed  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401  (ember.sparse: mm, addmm, sum, softmax; kernels from ember-sparse)
+from . import profiler  # noqa: E402,F401  (ember.profiler.record_fallbacks() without an import, as torch.profiler)

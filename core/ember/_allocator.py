@@ -103,19 +103,6 @@ class _StatsMixin:
         self.stats = dict.fromkeys(STAT_KEYS, 0)
         self.limit = None  # bytes, from set_per_process_memory_fraction
 
-    def _on_alloc(self, nbytes):
-        s = self.stats
-        cur = s["allocated_bytes.all.current"] + nbytes
-        s["allocated_bytes.all.current"] = cur
-        s["allocated_bytes.all.allocated"] += nbytes
-        if cur > s["allocated_bytes.all.peak"]:
-            s["allocated_bytes.all.peak"] = cur
-        n = s["allocation.all.current"] + 1
-        s["allocation.all.current"] = n
-        s["allocation.all.allocated"] += 1
-        if n > s["allocation.all.peak"]:
-            s["allocation.all.peak"] = n
-
     def _on_free(self, nbytes):
         s = self.stats
         s["allocated_bytes.all.current"] -= nbytes
@@ -305,7 +292,10 @@ class CachingAllocator(_StatsMixin):
         """A new storage of ``nbytes`` bytes (OutOfMemoryError when the device has none left)."""
         if stream is None and self._stream_of is not None:
             stream = self._stream_of(self.device.index or 0)
-        size = self.round_size(nbytes)
+        if nbytes < 1048576:                  # round_size, inlined: this is every op's output
+            size = (nbytes + 511) & -512 or 512
+        else:
+            size = self.round_size(nbytes)
         pool = self._free.get((stream, size))
         if not pool and self._pending:
             self._process_pending()
@@ -323,7 +313,17 @@ class CachingAllocator(_StatsMixin):
         st.device = self.device
         st._allocator = self
         st._stream = stream
-        self._on_alloc(size)
+        s = self.stats                        # the statistics (PyTorch's keys), inline: every op's output
+        cur = s["allocated_bytes.all.current"] + size
+        s["allocated_bytes.all.current"] = cur
+        s["allocated_bytes.all.allocated"] += size
+        if cur > s["allocated_bytes.all.peak"]:
+            s["allocated_bytes.all.peak"] = cur
+        n = s["allocation.all.current"] + 1
+        s["allocation.all.current"] = n
+        s["allocation.all.allocated"] += 1
+        if n > s["allocation.all.peak"]:
+            s["allocation.all.peak"] = n
         return st
 
     def _raw_alloc(self, size):

@@ -1,4 +1,4 @@
-"""``ember`` command line: ``ember info``, ``ember conformance DEVICE``."""
+"""``ember`` command line: ``ember info``, ``ember ops``, ``ember conformance DEVICE``."""
 from __future__ import annotations
 
 import argparse
@@ -53,12 +53,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="ember", description="ember: a PyTorch-style tensor framework")
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("info", help="show installed plugins, device types and device counts")
+    from . import _op_schemas
+    _op_schemas.add_arguments(sub.add_parser(
+        "ops", help="list the declared ops: schemas, calling conventions, native/composite/fallback per device"))
     from .testing.conformance import _main as conformance
     conformance.add_arguments(sub.add_parser(
         "conformance", help="run the conformance suite on a device and print the op x dtype matrix"))
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()
+    if args.command == "ops":
+        return _op_schemas.main(args)
     if args.command == "conformance":
         return conformance.main(args)
     parser.print_help()

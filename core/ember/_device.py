@@ -100,7 +100,10 @@ class layout:
 
 
 def _layout_by_name(name):
+    """The layout ``name`` (unpickling), loading the plugin that registers it when it is not loaded yet."""
     from ember import _registry
+    if name not in _registry.layouts and not _registry.load_for("layouts", name):
+        _registry.ensure_loaded()
     return _registry.layouts[name]
 
 

@@ -4,6 +4,9 @@ An operator is declared once (``declare``) with a schema, a meta function and,
 optionally, a composite. Calling it runs
 
     argument binding (a Python function generated from the schema)
+    -> argument normalisation, generated only for ops that have such arguments: an ``int[N]``
+       given as an int or a list reaches meta, composite, fallback, autograd and every kernel
+       as a tuple of N ints (``_schema.normaliser``; docs/vendor-guide.md, "Calling conventions")
     -> meta: shape / dtype / device inference and every argument check, on every backend
     -> autograd layer: when grad mode is on and a tensor argument requires grad, the call
        is handed to ``ember.autograd._record``, which runs the op below autograd and
@@ -27,7 +30,7 @@ import warnings
 from . import _grad_state
 from ._grad_state import BELOW as _BELOW, STATE as _AG_STATE
 
-from ._schema import parse_schema
+from ._schema import normaliser, parse_schema
 
 __all__ = ["ANY", "OpDef", "declare", "ops", "KernelEntry"]
 
@@ -138,7 +141,7 @@ class OpDef:
 
     def _resolve(self, key):
         from . import _registry
-        _registry.ensure_loaded()   # first use of ember: discover plugins before looking
+        _registry.discover()        # first use of ember: find the plugins before looking
         dev, lay, dt = key
         k = self.kernels
         for probe in ((dev, lay, dt), (dev, lay, ANY), (ANY, lay, dt), (ANY, lay, ANY)):
@@ -157,6 +160,9 @@ class OpDef:
             self.cache[key] = fn
             self.sources[key] = "fallback"
             return fn
+        if not _registry._loaded:   # a plugin not imported yet (lazy-load manifest) may have it: load them, look again
+            _registry.ensure_loaded()
+            return self._resolve(key)
         if dtype_ is None and dev is not ANY:
             raise _registry.not_available(dev)
         raise NotImplementedError(self._missing_message(key))
@@ -253,6 +259,23 @@ def _rg_list(xs):
     return builtins.any(getattr(x, "_requires_grad", False) for x in xs) if xs is not None else False
 
 
+def _normalise(op, ns):
+    """The generated entry point's first lines: each argument whose type has a normaliser is rebound
+    to the form kernels receive (an optional one only when not None); its default is stored
+    normalised. Ops without such arguments get no lines, so they pay nothing."""
+    lines = []
+    for a in op.schema.arguments:
+        fn = normaliser(a, op.name)
+        if fn is None:
+            continue
+        ns[f"__norm_{a.name}"] = fn
+        if a.has_default and a.default is not None:
+            ns[f"{a.name}_default"] = fn(a.default)
+        test = f"if {a.name} is not None: " if a.type.endswith("?") else ""
+        lines.append(f"    {test}{a.name} = __norm_{a.name}({a.name})\n")
+    return "".join(lines)
+
+
 def _call_args(schema):
     return ", ".join(a.name if not a.kwarg_only else f"{a.name}={a.name}" for a in schema.arguments)
 
@@ -261,7 +284,7 @@ def _call_args(schema):
 # argument (an op may well have one called "dtype" or "device") is shadowed.
 _TEMPLATE_STRUCTURED = """
 def {name}({sig}):
-    __device, __key, __shape, __dtype = _meta({args})
+{norm}    __device, __key, __shape, __dtype = _meta({args})
     try:
         __kernel = _cache[__key]
     except KeyError:                  # (zero-cost try; resolved outside the handler, so errors are not chained)
@@ -286,7 +309,7 @@ def {name}({sig}):
 
 _TEMPLATE_STRUCTURED_MULTI = """
 def {name}({sig}):
-    if _GS.EVER and _AG.check and ({rg}):
+{norm}    if _GS.EVER and _AG.check and ({rg}):
         return _record(_op, {name}, out, {{{kw}}})
     __device, __key, __specs = _meta({args})
     __kernel = _cache.get(__key) or _resolve(__key)
@@ -301,7 +324,7 @@ def {name}({sig}):
 
 _TEMPLATE_INPLACE = """
 def {name}_({sig}):
-    if _GS.EVER and _AG.check and ({rg}):
+{norm}    if _GS.EVER and _AG.check and ({rg}):
         return _record_inplace(_op, {name}_, {{{kw}}})
     __device, __key, __shape, __dtype = _meta({args})
     _check_inplace(_op, {first}, __shape, __dtype, __device, ({ins}))
@@ -313,7 +336,7 @@ def {name}_({sig}):
 
 _TEMPLATE_FREEFORM = """
 def {name}({sig}):
-    if _GS.EVER and _AG.check and ({rg}):
+{norm}    if _GS.EVER and _AG.check and ({rg}):
         return _record(_op, {name}, None, {{{kw}}})
     __device, __key = _meta({args})
     __kernel = _cache.get(__key) or _resolve(__key)
@@ -352,6 +375,7 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
     for a in op.schema.arguments:
         if a.has_default:
             ns[f"{a.name}_default"] = a.default
+    norm = _normalise(op, ns)
     args = _call_args(op.schema)
     rg, kw = _requires_grad_expr(op.schema), _kwargs_dict(op.schema)
     # the arguments that may be tensors an out= / in-place write (of the first argument) must not partly overlap
@@ -360,9 +384,11 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
     multi = len(op.schema.returns) > 1
     if structured:
         template = _TEMPLATE_STRUCTURED_MULTI if multi else _TEMPLATE_STRUCTURED
-        src = template.format(name=op.name, sig=_signature(op.schema, True), args=args, rg=rg, kw=kw, ins=ins)
+        src = template.format(name=op.name, sig=_signature(op.schema, True), args=args, rg=rg, kw=kw, ins=ins,
+                              norm=norm)
     else:
-        src = _TEMPLATE_FREEFORM.format(name=op.name, sig=_signature(op.schema, False), args=args, rg=rg, kw=kw)
+        src = _TEMPLATE_FREEFORM.format(name=op.name, sig=_signature(op.schema, False), args=args, rg=rg, kw=kw,
+                                        norm=norm)
     exec(compile(src, f"<ember op {op.name}>", "exec"), ns)
     fn = ns[op.name]
     fn._op = op
@@ -371,7 +397,7 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
     fn.__module__ = "ember"
     if inplace:
         src = _TEMPLATE_INPLACE.format(name=op.name, sig=_signature(op.schema, False), args=args,
-                                       first=op.schema.arguments[0].name, rg=rg, kw=kw, ins=ins_rest)
+                                       first=op.schema.arguments[0].name, rg=rg, kw=kw, ins=ins_rest, norm=norm)
         exec(compile(src, f"<ember op {op.name}_>", "exec"), ns)
         fn_ = ns[op.name + "_"]
         fn_._op = op

@@ -78,6 +78,11 @@ class dtype:
 
 
 def _dtype_by_name(name):
+    """The dtype ``name`` (unpickling), loading the plugin that registers it when it is not loaded yet."""
+    if name not in _BY_NAME:
+        from . import _registry
+        if not _registry.load_for("dtypes", name):
+            _registry.ensure_loaded()
     return _BY_NAME[name]
 
 

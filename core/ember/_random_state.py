@@ -93,9 +93,16 @@ class _DefaultGenerator:
 default_generator = _DefaultGenerator()
 
 
+#: the seed of the last ``manual_seed``: the default generator of a device type whose plugin loads later
+#: starts from it too (``DeviceType.generator``), as if it had been loaded when the seed was set
+last_manual_seed = None
+
+
 def manual_seed(seed) -> Generator:
     """Seed the default generator of every device (matches torch.manual_seed); returns cpu's."""
-    _registry.ensure_loaded()
+    global last_manual_seed
+    _registry.discover()
+    last_manual_seed = seed
     for name, dt in _registry.device_types.items():
         if dt.runtime.is_available():
             for i in range(max(dt.runtime.device_count(), 1) if dt.runtime.indexed else 1):

@@ -2,7 +2,7 @@
 
 The plugin manager (``ember.plugins``) fills this in through ``ember_register`` hooks;
 nothing here imports a plugin. Discovery is lazy: the first lookup that needs a
-device type calls ``ember.plugins.ensure_loaded()``.
+device type calls ``discover()``, and ``load_for`` imports the one plugin a name belongs to.
 """
 from __future__ import annotations
 
@@ -47,26 +47,66 @@ def install_advice(plugin: str, package: str = None) -> str:
         package, local = f"'{package}'", f"'{local}'"
     return f"pip install {package} (from a checkout of ember: pip install {local})"
 
-_loaded = False             # discovery has finished (or is running in the thread holding _load_lock)
+_discovered = False         # discovery has finished (or is running in the thread holding _load_lock)
+_loaded = False             # ... and every plugin it found is loaded (none pending)
 _loading = False
 _load_lock = threading.RLock()
 
 
-def ensure_loaded():
-    """Load the installed plugins (entry points) once per process; later calls do nothing.
+def discover():
+    """Find the installed plugins (entry points) once per process: the plugins with a lazy-load manifest
+    are noted, the others loaded (``ember.plugins``). Later calls do nothing.
 
     Thread-safe: a thread that calls this while another is loading waits until loading has finished
     (it never sees a half-filled registry); a call from inside loading (a plugin's registration) returns."""
-    global _loaded, _loading
-    if _loaded:
+    global _discovered, _loading
+    if _discovered:
         return
     with _load_lock:
-        if _loaded or _loading:
+        if _discovered or _loading:
             return
         _loading = True
         try:
             from . import plugins
             plugins._autoload()
+        finally:
+            _loading = False
+            _discovered = True
+
+
+def load_for(kind: str, name: str) -> bool:
+    """Discover, then load the plugin whose lazy-load manifest lists ``name`` of ``kind``
+    ("device_types", "layouts", "dtypes" or "ops"); whether a plugin was loaded now."""
+    global _loading
+    discover()
+    if _loaded:
+        return False
+    with _load_lock:
+        from . import plugins
+        if _loading or not plugins._pending:
+            return False
+        _loading = True          # a plugin's registration that looks something up does not load others
+        try:
+            return plugins._load_pending(kind, name)
+        finally:
+            _loading = False
+
+
+def ensure_loaded():
+    """Discover and load every installed plugin (the pending lazy ones too); later calls do nothing.
+    Where ember needs the whole registry (``ember info``, ``plugins.list()``, the conformance suite)
+    or cannot find a name, before it says so."""
+    global _loaded, _loading
+    if _loaded:
+        return
+    discover()
+    with _load_lock:
+        if _loaded or _loading:
+            return
+        from . import plugins
+        _loading = True
+        try:
+            plugins._load_pending()
         finally:
             _loading = False
             _loaded = True
@@ -103,8 +143,10 @@ class DeviceType:
         try:
             return self.generators[dev.index]
         except KeyError:
-            from ._random_state import Generator
-            g = self.generators[dev.index] = Generator(dev)
+            from . import _random_state
+            g = self.generators[dev.index] = _random_state.Generator(dev)
+            if _random_state.last_manual_seed is not None:      # this plugin loaded after ember.manual_seed
+                g.manual_seed(_random_state.last_manual_seed)
             return g
 
 
@@ -124,7 +166,8 @@ def device_type(name: str) -> DeviceType:
     try:
         return device_types[name]
     except KeyError:
-        ensure_loaded()
+        if not load_for("device_types", name) or name not in device_types:
+            ensure_loaded()      # a plugin without a lazy-load manifest may still register it
         try:
             return device_types[name]
         except KeyError:

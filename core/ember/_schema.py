@@ -5,14 +5,24 @@ which are keyword-only, their defaults), which arguments are tensors and which a
 mutated (``Tensor(a!) self``), and the returns (names give the fields of the named
 tuple an op like ``max.dim`` returns). The grammar is the subset of PyTorch's
 native_functions.yaml schema language that ember uses.
+
+The schema also fixes the calling convention (``normaliser``): the form in which an
+``int[N]``, ``bool[N]``, ``ScalarType`` or ``Device`` argument reaches every kernel, whatever
+form the user passed (``kernel_size=2`` -> ``(2, 2)``, a list -> a tuple).
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
+import operator
 import re
 
-__all__ = ["Argument", "Return", "Schema", "parse_schema"]
+import numpy as np
+
+from . import _dtype as D
+from ._device import device as _device
+
+__all__ = ["Argument", "Return", "Schema", "parse_schema", "normaliser"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,6 +35,7 @@ class Argument:
     default: object      # _NO_DEFAULT when required
     kwarg_only: bool     # after the "*" marker
     mutated: bool        # "(a!)": the op writes into this argument
+    size: int | None = None   # N of "int[N]" / "bool[N]" (a single int or bool stands for N copies); None if unsized
 
     @property
     def is_tensor(self) -> bool:
@@ -116,9 +127,11 @@ def parse_schema(text: str) -> Schema:
         if not pm:
             raise ValueError(f"malformed argument {part!r} in schema {text!r}")
         typ = pm["type"] + (pm["more"] or "")
+        n = re.search(r"\[(\d+)\]", typ)
         typ = re.sub(r"\[\d+\]", "[]", typ)
         default = _NO_DEFAULT if pm["default"] is None else _parse_default(pm["default"])
-        args.append(Argument(pm["name"], typ, default, kwarg_only, bool(pm["alias"] and pm["alias"].endswith("!"))))
+        args.append(Argument(pm["name"], typ, default, kwarg_only, bool(pm["alias"] and pm["alias"].endswith("!")),
+                             int(n[1]) if n else None))
     ret_text = m["ret"].strip()
     if ret_text.startswith("(") and ret_text.endswith(")"):
         ret_parts = _split_top(ret_text[1:-1])
@@ -132,3 +145,96 @@ def parse_schema(text: str) -> Schema:
         typ = re.sub(r"\([a-z]+!?\)", "", bits[0])
         rets.append(Return(bits[1] if len(bits) > 1 else None, typ))
     return Schema(m["name"], m["overload"] or "", tuple(args), tuple(rets), text)
+
+
+# ---------------------------------------------------------------- calling convention
+# What a kernel receives, whatever the user passed (docs/vendor-guide.md, "Calling conventions"):
+#   int[N]    a tuple of Python ints; an int (or a 1-element sequence, N > 1) stands for N copies
+#   int[]     a tuple of Python ints; a bare int is a TypeError (PyTorch: flip(x, 0) is one)
+#   bool[N]   a tuple of Python bools, likewise
+#   T?        None, or the value normalised as T
+#   ScalarType  an ember.dtype (None, for a required one, is left to the meta);  Device  an ember.device
+# Every other argument passes as given. Wrong lengths are left to the meta function, which names the op.
+def normaliser(arg: Argument, op: str):
+    """The function that brings a value of ``arg`` to the form every kernel receives, or None when
+    values of its type pass unchanged (the entry point then does no work for it).
+
+    :param arg: the parsed argument.
+    :param op: the op's name, for the TypeError a value of the wrong type raises (PyTorch's words:
+        "max_pool2d_with_indices(): argument 'kernel_size' must be tuple of ints, not float").
+    :returns: ``normalise(value) -> value`` for a non-None value (the entry point skips None for an
+        optional argument), or None.
+    """
+    base = arg.type.rstrip("?")
+    if base in ("int[]", "bool[]"):
+        kind = int if base == "int[]" else bool
+        fn = _list_normaliser(op, arg.name, arg.size, kind, "ints" if kind is int else "bools", None)
+        if arg.has_default and arg.default is not None and not arg.type.endswith("?"):
+            # PyTorch takes None for such an argument as its default: amax(x, None), roll(x, 1, None)
+            fn = _list_normaliser(op, arg.name, arg.size, kind, "ints" if kind is int else "bools", fn(arg.default))
+        return fn
+    if base == "ScalarType":
+        return _dtype_normaliser(op, arg.name)
+    if base == "Device":
+        return _device_normaliser
+    return None
+
+
+def _element(x, kind):
+    """``x`` as a Python int / bool, or None when it is not one (a bool is not an int here, as in PyTorch)."""
+    if kind is int:
+        if isinstance(x, bool) or isinstance(x, np.bool_):
+            return None
+        try:
+            return operator.index(x)
+        except TypeError:
+            return None
+    return bool(x) if isinstance(x, (bool, np.bool_)) else None
+
+
+def _list_normaliser(op, name, n, kind, plural, default):
+    def fail(v, i=None):
+        what = f"not {type(v).__name__}" if i is None else \
+            f"but found element of type {type(v[i]).__name__} at pos {i}"
+        raise TypeError(f"{op}(): argument '{name}' must be tuple of {plural}, {what}")
+
+    def slow(v):
+        if isinstance(v, (list, tuple, range)):
+            t = tuple(_element(x, kind) for x in v)
+            for i, x in enumerate(t):
+                if x is None:
+                    fail(v, i)
+            return t * n if n is not None and n > 1 and len(t) == 1 else t
+        if v is None and default is not None:
+            return default
+        x = _element(v, kind) if n is not None else None
+        if x is None:
+            fail(v)
+        return (x,) * n
+
+    def normalise(v):
+        # the fast paths: a tuple of exact ints / bools (the form internal callers use), a plain int / bool
+        c = v.__class__
+        if c is tuple:
+            for x in v:
+                if x.__class__ is not kind:
+                    return slow(v)
+            return v if n is None or n == 1 or len(v) != 1 else v * n
+        if c is kind and n is not None:
+            return (v,) * n
+        return slow(v)
+    return normalise
+
+
+def _dtype_normaliser(op, name):
+    def normalise(v):
+        # None for a required dtype is left to the meta, which knows why (quantize_per_tensor without
+        # ember-quantized names the missing plugin); no kernel runs before the meta has refused it
+        if not isinstance(v, D.dtype) and v is not None:
+            raise TypeError(f"{op}(): argument '{name}' must be ember.dtype, not {type(v).__name__}")
+        return v
+    return normalise
+
+
+def _device_normaliser(v):
+    return v if v.__class__ is _device else _device(v)

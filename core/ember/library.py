@@ -19,7 +19,52 @@ from ._dtype import new_dtype  # noqa: F401  (a plugin's own dtype, for register
 
 __all__ = ["DeviceRuntime", "Registry", "Library", "ANY", "ALL_DENSE", "FLOATING", "INTEGRAL", "COMPLEX",
            "register_autograd", "cpu_fallback", "new_dtype", "PhiloxState", "parse_to_args",
-           "out_of_descriptors_error"]
+           "out_of_descriptors_error", "native_view", "geometry", "op_schemas"]
+
+
+def op_schemas(device_types=None) -> list:
+    """Every declared op with its schema, calling convention (what a kernel receives for each
+    argument), variants, whether it is a primitive, the ops its composite calls, and per device
+    type and dtype whether it resolves native / composite / fallback / missing: a list of
+    ``OpSchema`` (``ember ops`` prints it). Loads every plugin.
+
+    :param device_types: device types to resolve for (default: every registered one).
+    Since plugin API 1.1.
+    """
+    from ._op_schemas import op_schemas as _op_schemas
+    return _op_schemas(device_types)
+
+
+def native_view(tensor, build):
+    """The backend's native view of ``tensor`` (a numpy array over its memory, a device-array object,
+    ...), built by ``build(tensor)`` the first time and cached on the tensor after that.
+
+    This is the fast path of a kernel: operands that live across ops (parameters, activations)
+    are built once, and only the new output of each op pays for ``build``. The cache is the
+    tensor's own: a view op makes a new tensor (so a new cache), and the core drops the cache
+    whenever a tensor's geometry or storage changes (``out=`` resizing, ``set_``, loading). A
+    runtime whose allocation is itself a native array (``native_empty``) gets outputs with the
+    cache already filled. ember-cpu and the reference plugin (examples/vendor_plugin) both use it.
+
+    :param build: ``build(tensor) -> native view``; it may use ``geometry(tensor)``.
+    :returns: what ``build`` returned (for this tensor, always the same object).
+    Since plugin API 1.1.
+    """
+    v = tensor._native
+    if v is None:
+        v = tensor._native = build(tensor)
+    return v
+
+
+def geometry(tensor) -> tuple:
+    """``(handle, shape, strides, offset, dtype)`` of a strided tensor, in one call and without
+    building objects: the storage's handle (what the runtime's ``allocate`` returned), the shape
+    and the strides (tuples of ints, strides and offset in elements, as ``Tensor.stride()`` and
+    ``storage_offset()``) and the ember dtype. For a ``native_view`` builder; the same numbers as
+    ``t.untyped_storage().handle``, ``tuple(t.shape)``, ``t.stride()``, ``t.storage_offset()``,
+    ``t.dtype``, at ~1/10 of their cost. Since plugin API 1.1.
+    """
+    return tensor._storage._handle, tensor._shape, tensor._stride, tensor._offset, tensor._dtype
 
 
 def out_of_descriptors_error(what: str) -> RuntimeError:
@@ -139,6 +184,12 @@ class DeviceRuntime:
     def get_device_name(self, index: int) -> str:
         """A human-readable name of device ``index`` (default "NAME:index")."""
         return f"{self.name}:{index}"
+
+    def total_memory(self, index: int) -> int:
+        """Optional: the memory of device ``index`` in bytes (``ember.<type>.get_device_properties``,
+        and the default total of ``set_per_process_memory_fraction``). The base raises
+        NotImplementedError; ember then asks the user for ``total_memory=``."""
+        raise NotImplementedError(f"{self.name}: does not report its total memory")
 
     def synchronize(self, index: int) -> None:
         """Wait for all work queued on device ``index``."""

@@ -83,9 +83,10 @@ def set_per_process_memory_fraction(fraction: float, device=None, total_memory: 
     a = _allocator(device)
     if total_memory is None:
         rt = _registry.device_type(a.device.type).runtime
-        if not hasattr(rt, "total_memory"):
+        try:
+            total_memory = rt.total_memory(a.device.index or 0)
+        except NotImplementedError:
             raise NotImplementedError(f"device type '{a.device.type}' (plugin "
                                       f"'{_registry.device_type(a.device.type).plugin}') does not report its total "
-                                      f"memory; pass total_memory=")
-        total_memory = rt.total_memory(a.device.index or 0)
+                                      f"memory; pass total_memory=") from None
     a.limit = int(fraction * total_memory)

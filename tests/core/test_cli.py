@@ -23,7 +23,7 @@ def test_python_m_ember_info_lists_plugins_devices_and_counts():
     assert r.returncode == 0, r.stderr
     out = r.stdout
     lines = out.splitlines()
-    assert lines[0] == f"ember {ember.__version__} (plugin API 1.0)"
+    assert lines[0] == f"ember {ember.__version__} (plugin API {ember.plugins.API_VERSION[0]}.{ember.plugins.API_VERSION[1]})"
     n = int(next(line for line in lines if line.startswith("plugins found:")).split(":")[1])
     assert n >= 1
     cpu = next(line for line in lines if line.split()[:1] == ["cpu"] and "loaded" in line)

@@ -280,7 +280,7 @@ def _empty_like(t):
     return empty_on(t._shape, t._dtype, t._device)
 
 
-_roll = declare("roll(Tensor self, int[] shifts, int[] dims=[]) -> Tensor", _roll_meta, composite=_roll_composite,
+_roll = declare("roll(Tensor self, int[1] shifts, int[1] dims=[]) -> Tensor", _roll_meta, composite=_roll_composite,
                 doc="Elements rolled along dims.")
 
 

@@ -1,7 +1,12 @@
 """Plugin discovery and loading (pluggy).
 
 Plugins are found through the entry-point group ``ember.plugins``, lazily, the first
-time ember needs its registry. Environment variables:
+time ember needs its registry. A plugin whose package carries a lazy-load manifest
+(``ember_plugin.json`` beside its ``__init__.py``: the device types, layouts, dtypes and op
+namespaces it registers) is imported only when one of those names is first used, so that
+``ember.ones(3)`` imports ember-cpu and nothing else; a plugin without one is imported at
+discovery, as before. Anything ember cannot find (a device type, an attribute, a kernel)
+makes it load the remaining plugins before it says so. Environment variables:
 
 - ``EMBER_PLUGINS=cpu,opencl`` - load only these (entry-point names);
 - ``EMBER_DISABLE_PLUGINS=cuda`` - load all but these;
@@ -53,6 +58,8 @@ class PluginInfo:
 
 _pm = None
 _plugins: dict = {}       # name -> PluginInfo
+_pending: dict = {}       # name -> (entry point, source, lazy manifest) of plugins found but not imported yet
+_triggers: dict = {}      # (kind, name) -> plugin name, from the lazy manifests ("device_types", "cuda") -> "cuda"
 _dropped: list = []       # PluginInfo of entry points skipped for a duplicate name
 _undo: dict = {}          # name -> rollback callables of a loaded plugin
 
@@ -115,17 +122,79 @@ def _autoload():
             _plugins[ep.name] = PluginInfo(ep.name, "disabled", source=source,
                                            error="excluded by EMBER_PLUGINS / EMBER_DISABLE_PLUGINS")
             continue
-        try:
-            obj = ep.load()
-        except BaseException as e:  # noqa: BLE001 - any import failure (sys.exit() too) must not break ember
-            if isinstance(e, KeyboardInterrupt):
-                raise
-            _fail(ep.name, source, f"import failed: {type(e).__name__}: {e}")
+        manifest = _lazy_manifest(ep)
+        if manifest is None:
+            _import_and_load(ep, source)
+            continue
+        _pending[ep.name] = (ep, source, manifest)
+        for kind, names in manifest.items():
+            for n in names:
+                _triggers.setdefault((kind, n), ep.name)
+
+
+#: what a lazy-load manifest may list: the names whose first use imports the plugin
+LAZY_KINDS = ("device_types", "layouts", "dtypes", "ops")
+
+
+def _lazy_manifest(ep):
+    """The plugin's lazy-load manifest, ``ember_plugin.json`` in its package directory, read without
+    importing the package: ``{"device_types": [...], "layouts": [...], "dtypes": [...], "ops": [...]}``
+    (the names it registers; ``ops`` as namespaces). None when there is none, or it cannot be read
+    (the plugin is then imported at discovery, and a malformed file is reported as a warning)."""
+    import importlib.util
+    import json
+    try:
+        spec = importlib.util.find_spec(_package(ep.value))    # a top-level name: imports nothing
+    except (ImportError, ValueError):
+        return None
+    locations = _list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in locations:
+        path = os.path.join(folder, "ember_plugin.json")
+        if not os.path.isfile(path):
             continue
         try:
-            _load(obj, ep.name, source, package=_package(ep.value))
-        except PluginError:
-            pass  # already reported as a warning
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+            if not isinstance(data, dict) or not all(
+                    isinstance(data.get(k, []), _list) and all(isinstance(n, str) for n in data.get(k, []))
+                    for k in LAZY_KINDS):
+                raise ValueError(f"expected {{{', '.join(repr(k) + ': [names]' for k in LAZY_KINDS)}}}")
+        except (OSError, ValueError) as e:
+            warnings.warn(f"ember: plugin '{ep.name}': its lazy-load manifest {path} is not valid ({e}); the plugin "
+                          f"is imported at start-up instead", RuntimeWarning, stacklevel=4)
+            return None
+        return {k: _list(data.get(k, [])) for k in LAZY_KINDS}
+    return None
+
+
+def _import_and_load(ep, source):
+    """Import an entry point's plugin and load it; a failure is recorded (and warned about), never raised."""
+    try:
+        obj = ep.load()
+    except BaseException as e:  # noqa: BLE001 - any import failure (sys.exit() too) must not break ember
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        _fail(ep.name, source, f"import failed: {type(e).__name__}: {e}")
+        return
+    try:
+        _load(obj, ep.name, source, package=_package(ep.value))
+    except PluginError:
+        pass  # already reported as a warning
+
+
+def _load_pending(kind=None, name=None) -> bool:
+    """Import the pending plugin whose lazy manifest lists ``name`` of ``kind`` (every pending plugin
+    when ``kind`` is None); whether one was loaded now. The caller holds the registry's load lock."""
+    if kind is None:
+        todo = _list(_pending)
+    else:
+        owner = _triggers.get((kind, name))
+        todo = [owner] if owner in _pending else []
+    for plugin in todo:
+        entry = _pending.pop(plugin, None)
+        if entry is not None:
+            _import_and_load(*entry[:2])
+    return bool(todo)
 
 
 def _fail(name, source, error, *, warn=True):

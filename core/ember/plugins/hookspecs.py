@@ -19,7 +19,8 @@ hookspec = pluggy.HookspecMarker("ember")
 
 #: the plugin API this ember provides; a plugin states the version it was built for
 #: (``api_version`` in its manifest). Same major and a minor <= ours is compatible.
-API_VERSION = (1, 0)
+#: 1.1: ``ember.library.native_view`` and ``geometry`` (the fast kernel path).
+API_VERSION = (1, 1)
 
 
 # -------------------------------------------------------------------------
@@ -102,7 +103,10 @@ def ember_opinfos() -> list:
 
 @hookspec
 def ember_opinfo_entries(device_type: str) -> list:
-    """Contribute op-database entries (``ember.testing.OpInfo``) for the plugin's ops.
+    """Deprecated, kept for plugins written against it: implement ``ember_opinfos()`` instead,
+    whose entries name the devices they apply to themselves (``dtypes_per_device``), so the
+    database is the same whatever device is under test. Contribute op-database entries
+    (``ember.testing.OpInfo``) for the plugin's ops.
 
     Called by the conformance suite (``ember.testing``) when it collects the op
     database; results from every plugin are concatenated.

@@ -7,24 +7,23 @@ import weakref
 
 import numpy as np
 
-from ember.library import DeviceRuntime, out_of_descriptors_error
+from ember.library import DeviceRuntime, geometry, native_view, out_of_descriptors_error
 
 _new = object.__new__
 
 
+def _build_view(t) -> np.ndarray:
+    handle, shape, stride, offset, dtype = geometry(t)
+    if 0 in shape:       # numpy refuses some empty views at the end of a buffer; nothing to share
+        return np.empty(shape, dtype.numpy_dtype)
+    isz = dtype.itemsize
+    return np.ndarray(shape, dtype.numpy_dtype, handle, offset * isz, tuple(s * isz for s in stride) if stride else None)
+
+
 def np_view(t) -> np.ndarray:
-    """The numpy view of a cpu tensor (shares memory), cached on the tensor."""
+    """The numpy view of a cpu tensor (shares memory), cached on the tensor (``ember.library.native_view``)."""
     a = t._native
-    if a is None:
-        if 0 in t._shape:   # numpy refuses some empty views at the end of a buffer; nothing to share
-            a = t._native = np.empty(t._shape, t._dtype.numpy_dtype)
-            return a
-        isz = t._dtype.itemsize
-        st = t._stride
-        a = np.ndarray(t._shape, t._dtype.numpy_dtype, t._storage._handle, t._offset * isz,
-                       tuple(s * isz for s in st) if st else None)
-        t._native = a
-    return a
+    return a if a is not None else native_view(t, _build_view)
 
 
 class _Foreign:

@@ -43,8 +43,16 @@ def _mean_ref(a, dim=None, keepdim=False, *, dtype=None, nan=False):
     return np.asarray(r).astype(out)
 
 
+def _dim_list(op, device, dtype, requires_grad, seed=95):
+    """dim given as a list, the form users also write (kernels receive a tuple all the same)."""
+    x = make_tensor((2, 3, 4), device=device, dtype=dtype, seed=_sample(op, device, dtype, seed))
+    yield SampleInput(with_grad(x, requires_grad), (), {"dim": [0, -1]}, name="dim list [0, -1]")
+
+
 def _sum_extra(op, device, dtype, requires_grad=False, *, nan=False, dtype_kw=True, int_dim=False):
     yield from reduction_samples(op, device, dtype, requires_grad, dims="int" if int_dim else True)
+    if not int_dim:
+        yield from _dim_list(op, device, dtype, requires_grad)
     if dtype.is_floating_point and nan:
         yield SampleInput(with_nan((3, 4), device, dtype, _sample(op, device, dtype, 90), where=(1, 6),
                                    requires_grad=requires_grad), (), {"dim": 1}, name="NaN, dim=1")
@@ -59,6 +67,7 @@ def _sum_extra(op, device, dtype, requires_grad=False, *, nan=False, dtype_kw=Tr
 
 def _mean_extra(op, device, dtype, requires_grad=False, *, nan=False):
     yield from reduction_samples(op, device, dtype, requires_grad)
+    yield from _dim_list(op, device, dtype, requires_grad)
     if nan and dtype.is_floating_point:
         yield SampleInput(with_nan((3, 4), device, dtype, _sample(op, device, dtype, 90), where=(1, 6, 7, 8, 9),
                                    requires_grad=requires_grad), (), {"dim": 1}, name="NaN, dim=1")
@@ -157,6 +166,8 @@ def _amax_samples(op, device, dtype, requires_grad=False, *, full_only=False, di
         yield from reduction_samples(op, device, dtype, requires_grad, dims=False)
     else:
         yield from reduction_samples(op, device, dtype, requires_grad, dims=dims, empty=True)
+        if dims is True:
+            yield from _dim_list(op, device, dtype, requires_grad)
     kw = {} if full_only else {"dim": 1}
     if dtype.is_floating_point:
         yield SampleInput(with_nan((3, 4), device, dtype, _sample(op, device, dtype, 90), where=(2, 5, 7),
@@ -368,6 +379,7 @@ def _logsumexp_ref(a, dim, keepdim=False):
 
 def _logsumexp_samples(op, device, dtype, requires_grad=False):
     yield from reduction_samples(op, device, dtype, requires_grad, full=False)
+    yield from _dim_list(op, device, dtype, requires_grad)
     if dtype.is_floating_point:
         import ember
         x = make_tensor((2, 3), device="cpu", dtype=dtype, seed=_sample(op, device, dtype, 90)).numpy() \
@@ -393,6 +405,7 @@ def _logical_ref(a, dim=None, keepdim=False, *, fn=np.all):
 
 def _logical_samples(op, device, dtype, requires_grad=False):
     yield from reduction_samples(op, device, dtype, False, low=0, high=2)
+    yield from _dim_list(op, device, dtype, False)
     import ember
     yield SampleInput(ember.zeros((3, 4), dtype=dtype, device=device), (), {"dim": 1}, name="zeros")
     yield SampleInput(ember.ones((3, 4), dtype=dtype, device=device), (), {"dim": 0}, name="ones")
@@ -406,3 +419,4 @@ def _count_nonzero_ref(a, dim=None):
 
 def _count_nonzero_samples(op, device, dtype, requires_grad=False):
     yield from reduction_samples(op, device, dtype, False, low=-1, high=2, keepdim=False)
+    yield from _dim_list(op, device, dtype, False)

@@ -3,8 +3,11 @@ and its backward, im2col / col2im, max_pool2d_with_indices and its backward, con
 embedding, conv2d and its two backward ops).
 
 The entries call the dispatcher's ops (``ember._ops._nn`` / ``_conv``) with their aten-style
-arguments (``reduction`` as 0 none / 1 mean / 2 sum, explicit stride / padding / dilation), as a
-device kernel receives them. References loop in float64 over small windows.
+arguments (``reduction`` as 0 none / 1 mean / 2 sum, explicit stride / padding / dilation). Every
+op with ``int[2]`` arguments also has samples in the forms users write (an int, a list, defaults
+left out): the dispatcher hands kernels pairs of ints whatever the form ("Calling conventions" in
+docs/vendor-guide.md), and these samples are what would catch a dispatcher or kernel that does not.
+References loop in float64 over small windows and accept every form.
 """
 from __future__ import annotations
 
@@ -18,6 +21,14 @@ from .reduction import upcast, distinct, ties, with_nan, values_only
 from .indexing import _Mk   # the seeded sample maker shared by the index-taking entries
 
 __all__ = ["OPINFOS", "op_db"]
+
+
+def _two(v):
+    """An int[2] value in any user form (an int, a 1- or 2-element list / tuple) as a pair."""
+    if isinstance(v, (int, np.integer)):
+        return (int(v), int(v))
+    v = tuple(v)
+    return v * 2 if len(v) == 1 else v
 
 
 def _f64(a):
@@ -198,7 +209,7 @@ def _out_len(size, k, d, p, s):
 def _im2col_ref(x, kernel_size, dilation, padding, stride):
     batched = x.ndim == 4
     a = x if batched else x[None]
-    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel_size, dilation, padding, stride
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = map(_two, (kernel_size, dilation, padding, stride))
     N, C, H, W = a.shape
     oh, ow = _out_len(H, kh, dh, ph, sh), _out_len(W, kw, dw, pw, sw)
     p = np.zeros((N, C, H + 2 * ph, W + 2 * pw), dtype=a.dtype)
@@ -214,7 +225,7 @@ def _im2col_ref(x, kernel_size, dilation, padding, stride):
 def _col2im_ref(cols, output_size, kernel_size, dilation, padding, stride):
     batched = cols.ndim == 3
     c = cols if batched else cols[None]
-    (H, W), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = output_size, kernel_size, dilation, padding, stride
+    (H, W), (kh, kw), (dh, dw), (ph, pw), (sh, sw) = map(_two, (output_size, kernel_size, dilation, padding, stride))
     N = c.shape[0]
     C = c.shape[1] // (kh * kw)
     oh, ow = _out_len(H, kh, dh, ph, sh), _out_len(W, kw, dw, pw, sw)
@@ -238,6 +249,9 @@ def _im2col_samples(op, device, dtype, requires_grad=False):
         yield SampleInput(m(shp), (k, d, p, s), name=f"{name}, {len(shp)}-D")
     yield SampleInput(m((1, 2, 4, 4), nc=True), ((2, 2), (1, 1), (0, 0), (2, 2)), name="noncontiguous")
     yield SampleInput(m((0, 2, 4, 4)), ((2, 2), (1, 1), (0, 0), (1, 1)), name="empty batch")
+    # the forms users write: kernels must receive pairs of ints all the same
+    yield SampleInput(m((1, 2, 5, 5)), (2, 1, 1, 2), name="ints")
+    yield SampleInput(m((2, 2, 5, 4)), ([2, 3], [1, 1], [1, 0], [2, 1]), name="lists")
 
 
 def _col2im_samples(op, device, dtype, requires_grad=False):
@@ -247,6 +261,9 @@ def _col2im_samples(op, device, dtype, requires_grad=False):
         shp = ((N,) if N else ()) + (C * k[0] * k[1], L)
         yield SampleInput(m(shp), ((H, W), k, d, p, s), name=f"{name}, {len(shp)}-D")
     yield SampleInput(m((1, 8, 9), nc=True), ((4, 4), (2, 2), (1, 1), (0, 0), (1, 1)), name="noncontiguous")
+    # the forms users write (F.fold(x, 4, 2)): kernels must receive pairs of ints all the same
+    yield SampleInput(m((1, 8, 9)), (4, 2, 1, 0, 1), name="ints")
+    yield SampleInput(m((2, 12, 4)), ([3, 4], [2, 3], [1, 1], [0, 0], [1, 1]), name="lists")
 
 
 def _im2col_errors(op, device):
@@ -318,6 +335,16 @@ def _maxpool_samples(op, device, dtype, requires_grad=False):
     if dtype.is_floating_point:
         yield SampleInput(with_nan((1, 1, 4, 4), device, dtype, seed_for(op, dtype, 12), where=(0, 5)),
                           ((2, 2), (), (0, 0), (1, 1), False), name="NaN", output_process=values_only)
+    # the forms users write (nn.MaxPool2d(2), F.max_pool2d(x, 3, 2, 1), lists): kernels must receive
+    # pairs of ints all the same, and the int[2] defaults expanded
+    x = distinct((1, 2, 6, 6), device, dtype, seed_for(op, dtype, 13), requires_grad)
+    yield SampleInput(x, (2,), name="int kernel_size, defaults")
+    x = distinct((2, 1, 7, 7), device, dtype, seed_for(op, dtype, 14), requires_grad)
+    yield SampleInput(x, (3, 2, 1, 1, False), name="ints")
+    x = distinct((1, 2, 7, 8), device, dtype, seed_for(op, dtype, 15), requires_grad)
+    yield SampleInput(x, ([2, 3], [1, 2], [0, 1], [2, 1], False), name="lists")
+    x = distinct((1, 1, 6, 6), device, dtype, seed_for(op, dtype, 16), requires_grad)
+    yield SampleInput(x, ([3, 3], [], [1, 1]), name="lists, empty stride")
 
 
 def _maxpool_backward_ref(g, x, kernel_size, stride, padding, dilation, ceil_mode, indices):
@@ -340,7 +367,8 @@ def _maxpool_backward_samples(op, device, dtype, requires_grad=False):
             continue
         x = s.input.detach()
         vals, idx = ember._ops._nn.max_pool2d_with_indices(x, *s.args)
-        yield SampleInput(m(tuple(vals.shape)), (x,) + tuple(s.args) + (idx,), name=s.name)
+        args = tuple(s.args) + ((), 0, 1, False)[len(s.args) - 1:]   # the backward op has no defaults
+        yield SampleInput(m(tuple(vals.shape)), (x,) + args + (idx,), name=s.name)
 
 
 def _maxpool_errors(op, device):
@@ -410,8 +438,7 @@ def _embedding_errors(op, device):
 
 # ---------------------------------------------------------------- conv2d (+ backward)
 def _conv_ref(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
-    two = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v, v)
-    (sh, sw), (ph, pw), (dh, dw) = two(stride), two(padding), two(dilation)
+    (sh, sw), (ph, pw), (dh, dw) = _two(stride), _two(padding), _two(dilation)
     batched = x.ndim == 4
     a = _f64(x if batched else x[None])
     O, Cg, kh, kw = w.shape
@@ -434,7 +461,10 @@ def _conv_cases():
             ("dilation 2, groups 2", (1, 4, 6, 6), (6, 2, 2, 2), True, (1, 1), (1, 0), (2, 2), 2),
             ("depthwise", (1, 3, 5, 5), (3, 1, 3, 3), True, (1, 2), (1, 1), (1, 1), 3),
             ("1x1", (2, 3, 4, 4), (2, 3, 1, 1), True, (1, 1), (0, 0), (1, 1), 1),
-            ("empty batch", (0, 2, 4, 4), (3, 2, 2, 2), True, (1, 1), (0, 0), (1, 1), 1))
+            ("empty batch", (0, 2, 4, 4), (3, 2, 2, 2), True, (1, 1), (0, 0), (1, 1), 1),
+            # the forms users write (stride=2, padding=[1, 1]): kernels must receive pairs of ints all the same
+            ("ints", (1, 2, 6, 6), (3, 2, 3, 3), True, 2, 1, 1, 1),
+            ("lists", (2, 2, 6, 7), (2, 2, 2, 3), False, [2, 1], [1, 0], [1, 2], 1))
 
 
 def _conv_samples(op, device, dtype, requires_grad=False):
@@ -444,6 +474,7 @@ def _conv_samples(op, device, dtype, requires_grad=False):
         w = m(ws, t=name == "1x1", low=-2, high=2)
         b = m((ws[0],), low=-2, high=2) if bias else None
         yield SampleInput(x, (w, b, s, p, d, g), name=name)
+    yield SampleInput(m((1, 2, 5, 5), low=-2, high=2), (m((3, 2, 2, 2), low=-2, high=2),), name="defaults")
 
 
 def _conv_bwd_input_ref(go, w, input_size, stride, padding, dilation, groups):
@@ -454,13 +485,13 @@ def _conv_bwd_input_ref(go, w, input_size, stride, padding, dilation, groups):
     gg = _f64(go).reshape(N, groups, O // groups, oh * ow)
     wg = _f64(w).reshape(groups, O // groups, Cg * kh * kw)
     cols = np.einsum("gok,ngol->ngkl", wg, gg).reshape(N, C * kh * kw, oh * ow)
-    return _col2im_ref(cols, (H, W), (kh, kw), tuple(dilation), tuple(padding), tuple(stride)).astype(go.dtype)
+    return _col2im_ref(cols, (H, W), (kh, kw), dilation, padding, stride).astype(go.dtype)
 
 
 def _conv_bwd_weight_ref(go, x, weight_size, stride, padding, dilation, groups):
     O, Cg, kh, kw = weight_size
     N = x.shape[0]
-    cols = _im2col_ref(_f64(x), (kh, kw), tuple(dilation), tuple(padding), tuple(stride))
+    cols = _im2col_ref(_f64(x), (kh, kw), dilation, padding, stride)
     oh, ow = go.shape[-2:]
     cols = cols.reshape(N, groups, Cg * kh * kw, oh * ow)
     gg = _f64(go).reshape(N, groups, O // groups, oh * ow)
@@ -471,8 +502,9 @@ def _conv_bwd_weight_ref(go, x, weight_size, stride, padding, dilation, groups):
 def _conv_bwd_samples(op, device, dtype, requires_grad=False, *, which):
     m = _Mk(op, device, dtype, requires_grad)
     for name, xs, ws, bias, s, p, d, g in _conv_cases():
-        oh = _out_len(xs[2], ws[2], d[0], p[0], s[0])
-        ow = _out_len(xs[3], ws[3], d[1], p[1], s[1])
+        (sh, sw), (ph, pw), (dh, dw) = _two(s), _two(p), _two(d)
+        oh = _out_len(xs[2], ws[2], dh, ph, sh)
+        ow = _out_len(xs[3], ws[3], dw, pw, sw)
         go = m((xs[0], ws[0], oh, ow), nc=name == "basic", low=-2, high=2)
         if which == "input":
             yield SampleInput(go, (m(ws, low=-2, high=2), list(xs), s, p, d, g), name=name)

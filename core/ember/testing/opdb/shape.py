@@ -111,6 +111,7 @@ def _roll_samples(op, device, dtype, requires_grad=False):
     yield SampleInput(m((3, 4), sl=True), ((2,), (1,)), name="sliced")
     yield SampleInput(m((0, 3)), (1, 1), name="empty")
     yield SampleInput(m(()), (3,), name="0-dim")
+    yield SampleInput(m((3, 4)), ([1, -1], [0, 1]), name="lists")
 
 
 def _roll_errors(op, device):

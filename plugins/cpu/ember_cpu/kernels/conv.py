@@ -8,14 +8,13 @@ pass and both gradients are then one BLAS product each per group, where the comp
 batched matmul runs N small ones; and every copy or block add runs over N contiguous
 elements, where NCHW would run over W_out: numpy pays per inner loop, and the images of
 a small CNN are a few pixels wide. float16 / bfloat16 compute in float32, as PyTorch's cpu
-kernels do.
+kernels do. ``stride``, ``padding`` and ``dilation`` arrive as pairs of ints (the dispatcher's calling
+convention for ``int[2]``).
 """
 from __future__ import annotations
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
-
-from ember._ops._nn import pair
 
 from ._util import FLOAT, compute_np, np_view
 
@@ -23,10 +22,6 @@ from ._util import FLOAT, compute_np, np_view
 def _arr(t, cd):
     a = np_view(t)
     return a if a.dtype == cd else a.astype(cd)
-
-
-def _window(stride, padding, dilation):
-    return pair(stride), pair(padding), pair(dilation)
 
 
 def _columns(x, kh, kw, oh, ow, stride, padding, dilation):
@@ -55,7 +50,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, 
     x, w = _arr(input, cd), _arr(weight, cd)
     N, O, oh, ow = o.shape
     kh, kw = w.shape[2:]
-    cols = _columns(x, kh, kw, oh, ow, *_window(stride, padding, dilation))      # (K, M)
+    cols = _columns(x, kh, kw, oh, ow, stride, padding, dilation)                # (K, M)
     r = _grouped_wc(groups, w.reshape(O, -1), cols)                                # (O, M)
     if bias is not None:
         r += _arr(bias, cd)[:, None]
@@ -85,7 +80,7 @@ def conv2d_backward_input(grad_output, weight, input_size, stride, padding, dila
     N, O, oh, ow = g.shape
     Cg, kh, kw = w.shape[1:]
     C, H, W = (int(s) for s in input_size[1:])
-    (sh, sw), (ph, pw), (dh, dw) = _window(stride, padding, dilation)
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     gm = _grad_matrix(g)                                                         # (O, M)
     wm = w.reshape(O, Cg * kh * kw)
     if groups == 1:
@@ -114,7 +109,7 @@ def conv2d_backward_weight(grad_output, input, weight_size, stride, padding, dil
     g, x = _arr(grad_output, cd), _arr(input, cd)
     N, O, oh, ow = g.shape
     Cg, kh, kw = (int(s) for s in weight_size[1:])
-    cols = _columns(x, kh, kw, oh, ow, *_window(stride, padding, dilation))      # (K, M)
+    cols = _columns(x, kh, kw, oh, ow, stride, padding, dilation)                # (K, M)
     gm = _grad_matrix(g)                                                         # (O, M)
     dst = np_view(out)
     if groups == 1:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ember._ops._nn import pair, blocks
+from ember._ops._nn import blocks
 
 from ._util import ALL, FLOAT, LOWP, compute_np, np_view, write
 
@@ -206,15 +206,12 @@ def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index
 
 
 # ---------------------------------------------------------------- im2col / col2im
-def _window(kernel_size, dilation, padding, stride):
-    return pair(kernel_size), pair(dilation), pair(padding), pair(stride)
-
-
+# (every int[2] argument arrives as a pair of ints: the dispatcher's calling convention)
 def im2col(self, kernel_size, dilation, padding, stride, *, out):
     """cpu kernel of ``im2col`` (F.unfold), all dtypes: input (N, C, H, W) or (C, H, W) -> ``out`` (N, C * kh * kw,
     L) of sliding blocks, zero-padded, L = oh * ow.
     """
-    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = _window(kernel_size, dilation, padding, stride)
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel_size, dilation, padding, stride
     x = np_view(self)
     if x.ndim == 3:
         x = x[None]
@@ -235,8 +232,8 @@ def col2im(self, output_size, kernel_size, dilation, padding, stride, *, out):
     """cpu kernel of ``col2im`` (F.fold), all dtypes: input (N, C * kh * kw, L) or (C * kh * kw, L) -> ``out`` (N,
     C, H, W) with ``output_size`` (H, W), overlapping block entries summed.
     """
-    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = _window(kernel_size, dilation, padding, stride)
-    H, W = pair(output_size)
+    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = kernel_size, dilation, padding, stride
+    H, W = output_size
     c = _arr(self)
     if c.ndim == 2:
         c = c[None]
@@ -260,10 +257,8 @@ def col2im(self, output_size, kernel_size, dilation, padding, stride, *, out):
 
 # ---------------------------------------------------------------- max pooling
 def _pool_args(kernel_size, stride, padding, dilation):
-    kh, kw = pair(kernel_size)
-    st = tuple(stride) if not isinstance(stride, int) else (stride,)
-    sh, sw = (kh, kw) if len(st) == 0 else pair(st)
-    return (kh, kw), (sh, sw), pair(padding), pair(dilation)
+    # pairs of ints (the dispatcher's calling convention); stride () means kernel_size, as in ATen
+    return kernel_size, stride or kernel_size, padding, dilation
 
 
 def _lowest(dt):
