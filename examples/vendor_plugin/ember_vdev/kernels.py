@@ -19,12 +19,18 @@ import numpy as np
 import scipy.special as sp
 
 import ember
-from ember.library import ALL_DENSE, FLOATING, COMPLEX
+from ember.library import ALL_DENSE, FLOATING, COMPLEX, native_view
 
-from .runtime import view
+from .runtime import arena_view, view
 
 LOWP = (ember.float16, ember.bfloat16)
-NO_BOOL = frozenset(ALL_DENSE) - {ember.bool}
+LOWP_NP = frozenset(d.numpy_dtype for d in LOWP)
+
+# PyTorch never warns about inf / nan / overflowing casts, and neither do these kernels: a filter on
+# this module costs nothing per call (np.errstate or warnings.catch_warnings around each op costs
+# ~1 us; see "Speed" in docs/vendor-guide.md)
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
+warnings.filterwarnings("ignore", category=np.exceptions.ComplexWarning, module=__name__)
 
 
 # ---------------------------------------------------------------- operands
@@ -46,14 +52,7 @@ def store(out, r, ed=None):
     """Write result ``r`` into ``out`` with a C-style cast; round to ``ed`` first (low precision)."""
     if ed is not None and ed in LOWP and out.dtype is not ember.bool:
         r = np.asarray(r).astype(ed.numpy_dtype)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-        np.copyto(view(out), r, casting="unsafe")
-
-
-def is_int(cd):
-    """Whether numpy dtype ``cd`` is an integer or bool type."""
-    return cd.kind in "iub"
+    np.copyto(view(out), r, casting="unsafe")
 
 
 # ---------------------------------------------------------------- runtime primitives: copy_ and fill_
@@ -81,7 +80,6 @@ def fill_(self, value):
 # ---------------------------------------------------------------- elementwise
 def _int_pow(a, b):
     """Integer ** integer; a negative exponent gives 1 ** n = 1, (-1) ** n = +-1, else 0 (PyTorch)."""
-    a, b = np.broadcast_arrays(a, b)
     r = np.power(a, np.abs(b))
     odd = np.where(b % 2 == 0, 1, -1).astype(r.dtype)
     return np.where(b >= 0, r, np.where(a == 1, 1, np.where(a == -1, odd, 0)).astype(r.dtype))
@@ -117,20 +115,26 @@ def make_binary(name):
     "ZeroDivisionError" before anything is written.
     """
     f = BINARY[name]
+    fast = isinstance(f, np.ufunc) and name not in TO_FLOAT and name not in INT_DIV    # f(a, b, out=o) works
 
     def kernel(self, other, *, alpha=1, out):
+        if fast and alpha == 1 and isinstance(self, ember.Tensor) and isinstance(other, ember.Tensor) \
+                and self.device.type == other.device.type == "vdev":
+            # the common case, straight into out (the cached views cost nothing): same dtype everywhere
+            a, b, o = native_view(self, arena_view), native_view(other, arena_view), native_view(out, arena_view)
+            if a.dtype is b.dtype is o.dtype and o.dtype not in LOWP_NP:
+                f(a, b, out=o)
+                return
         ed = ember.result_type(self, other)      # PyTorch's common dtype (not out's: eq / lt store bool)
         if name in TO_FLOAT and not (ed.is_floating_point or ed.is_complex):
             ed = ember.get_default_dtype()
         cd = compute_np(ed)
         a, b = operand(self, cd), operand(other, cd)
-        if name in INT_DIV and is_int(cd) and np.any(b == 0):
+        if name in INT_DIV and cd.kind in "iub" and np.any(b == 0):
             raise RuntimeError("ZeroDivisionError")
         if alpha != 1:                           # add(self, other, alpha=a) = self + a * other
             b = b * np.asarray(alpha).astype(cd)
-        with np.errstate(all="ignore"):          # PyTorch never warns about inf / nan
-            r = f(a, b)
-        store(out, r, ed)
+        store(out, f(a, b), ed)
     kernel.__name__ = f"vdev_{name}"
     return kernel
 
@@ -156,9 +160,7 @@ def make_unary(name):
         ed = self.dtype
         if to_float and not (ed.is_floating_point or ed.is_complex):
             ed = ember.get_default_dtype()       # exp(int tensor) is a float tensor
-        with np.errstate(all="ignore"):
-            r = f(operand(self, compute_np(ed)))
-        store(out, r, ed)
+        store(out, f(operand(self, compute_np(ed))), ed)
     kernel.__name__ = f"vdev_{name}"
     return kernel
 
@@ -173,12 +175,9 @@ def where(condition, input, other, *, out):
 
 # ---------------------------------------------------------------- reductions
 def _axes(ndim, dim):
-    """``dim`` (None, int, or list; empty = all) as a tuple of axes."""
-    if ndim == 0:
-        return None
-    if dim is None or (not isinstance(dim, int) and len(dim) == 0):
-        return tuple(range(ndim))
-    return tuple(d % ndim for d in ((dim,) if isinstance(dim, int) else dim))
+    """``dim`` (None, int, or list; empty = all) as numpy's ``axis``: a tuple of axes, or None for all."""
+    dims = [dim] if isinstance(dim, int) else list(dim or ())
+    return tuple(d % ndim for d in dims) if dims and ndim else None
 
 
 def sum_(self, dim=None, keepdim=False, *, dtype=None, out):
@@ -211,29 +210,27 @@ def bmm(self, mat2, *, out):
 # ---------------------------------------------------------------- indexing
 def _index(index, size, dim):
     """The index array (0-dim -> 1-D) after the range check PyTorch makes (no negative indices)."""
-    i = operand(index).reshape(-1) if index.dim() == 0 else operand(index)
+    i = np.atleast_1d(operand(index))
     if i.size and (i.min() < 0 or i.max() >= size):
         bad = int(i.reshape(-1)[np.argmax((i.reshape(-1) < 0) | (i.reshape(-1) >= size))])
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
     return i.astype(np.intp)
 
 
-def _leading(a, shape):
-    """a[:shape[0], :shape[1], ...]: index may be smaller than self / src in every dim."""
-    return a[tuple(slice(0, s) for s in shape)]
+def _coords(i, dim):
+    """Index arrays addressing ``x[c with c[dim] = i[c]]`` for every position ``c`` of ``i``."""
+    return tuple(i if d == dim else np.arange(n).reshape([-1 if k == d else 1 for k in range(i.ndim)])
+                 for d, n in enumerate(i.shape))
 
 
 def gather(self, dim, index, *, sparse_grad=False, out):
     """vdev kernel of ``gather``, all dense dtypes: out[c] = self[c with c[dim] = index[c]], of index's shape.
     RuntimeError "index v is out of bounds for dimension d with size n".
     """
-    a = operand(self).reshape(-1) if self.dim() == 0 else operand(self)
+    a = np.atleast_1d(operand(self))             # 0-dim acts as 1-D
     dim = dim % a.ndim
     i = _index(index, a.shape[dim], dim)
-    if i.size == 0:
-        return
-    sub = a[tuple(slice(None) if d == dim else slice(0, i.shape[d]) for d in range(a.ndim))]
-    store(out, np.take_along_axis(sub, i, axis=dim).reshape(tuple(out.shape)))
+    store(out, a[_coords(i, dim)].reshape(tuple(out.shape)))
 
 
 def scatter_add(self, dim, index, src, *, out):
@@ -241,20 +238,14 @@ def scatter_add(self, dim, index, src, *, out):
     src's leading index.shape block at out[c with c[dim] = index[c]] (repeats accumulate; float16 / bfloat16 in
     float32). RuntimeError for an out-of-range index, before anything is written.
     """
-    ndim = max(self.dim(), 1)
-    dim = dim % ndim
-    size = 1 if self.dim() == 0 else self.shape[dim]
-    i = _index(index, size, dim)                 # check before writing anything
-    src_np = np.array(operand(src)).reshape(-1) if src.dim() == 0 else np.array(operand(src))  # a copy: may alias out
+    dim = dim % max(self.dim(), 1)
+    i = _index(index, np.atleast_1d(operand(self)).shape[dim], dim)     # check before writing anything
+    s = np.array(np.atleast_1d(operand(src)))    # a copy: src may alias out
     if out is not self:
         store(out, operand(self))
-    o = view(out).reshape(-1) if out.dim() == 0 else view(out)
-    if i.size == 0:
-        return
+    o = np.atleast_1d(view(out))
     work = o.astype(np.float32) if out.dtype in LOWP else o      # accumulate float16 in float32
-    coords = tuple(i if d == dim else np.arange(i.shape[d]).reshape([-1 if k == d else 1 for k in range(i.ndim)])
-                   for d in range(i.ndim))
-    np.add.at(work, coords, _leading(src_np, i.shape).astype(work.dtype))
+    np.add.at(work, _coords(i, dim), s[tuple(slice(0, n) for n in i.shape)].astype(work.dtype))
     if work is not o:
         np.copyto(o, work, casting="unsafe")
 
@@ -284,18 +275,13 @@ def uniform(self, low=0.0, high=1.0, *, generator, out):
 
 
 # ---------------------------------------------------------------- registration
+KERNELS = {"copy_": copy_, "fill_": fill_, "where": where, "sum": sum_, "amax": amax, "bmm": bmm, "gather": gather,
+           "scatter_add": scatter_add, "uniform": uniform}           # and the BINARY and UNARY ops
+DTYPES = {"bmm": frozenset(ALL_DENSE) - {ember.bool}, "uniform": FLOATING | COMPLEX}    # the others: ALL_DENSE
+
+
 def register(lib):
     """Register every primitive kernel for device "vdev" (and nothing else)."""
-    lib.impl("copy_", copy_, device="vdev", dtypes=ALL_DENSE)
-    lib.impl("fill_", fill_, device="vdev", dtypes=ALL_DENSE)
-    for name in BINARY:
-        lib.impl(name, make_binary(name), device="vdev", dtypes=ALL_DENSE)
-    for name in UNARY:
-        lib.impl(name, make_unary(name), device="vdev", dtypes=ALL_DENSE)
-    lib.impl("where", where, device="vdev", dtypes=ALL_DENSE)
-    lib.impl("sum", sum_, device="vdev", dtypes=ALL_DENSE)
-    lib.impl("amax", amax, device="vdev", dtypes=ALL_DENSE)
-    lib.impl("bmm", bmm, device="vdev", dtypes=NO_BOOL)
-    lib.impl("gather", gather, device="vdev", dtypes=ALL_DENSE)
-    lib.impl("scatter_add", scatter_add, device="vdev", dtypes=ALL_DENSE)
-    lib.impl("uniform", uniform, device="vdev", dtypes=FLOATING | COMPLEX)
+    kernels = {**KERNELS, **{n: make_binary(n) for n in BINARY}, **{n: make_unary(n) for n in UNARY}}
+    for name, fn in kernels.items():
+        lib.impl(name, fn, device="vdev", dtypes=DTYPES.get(name, ALL_DENSE))

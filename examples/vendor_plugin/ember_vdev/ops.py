@@ -13,7 +13,7 @@ import numpy as np
 import ember
 from ember.library import register_autograd
 
-from .kernels import operand, store
+from .kernels import compute_np, operand, store
 
 SCHEMA = "fused_scale_shift(Tensor self, Tensor scale, Tensor shift) -> Tensor"
 
@@ -30,26 +30,18 @@ def meta(self, scale, shift):
         raise RuntimeError(f"fused_scale_shift(): expected floating tensors of one dtype, got {self.dtype}, "
                            f"{scale.dtype} and {shift.dtype}")
     shape = tuple(self.shape)
-    try:
-        ok = ember.broadcast_shapes(shape, tuple(scale.shape), tuple(shift.shape)) == shape
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise RuntimeError(f"fused_scale_shift(): scale {list(scale.shape)} and shift {list(shift.shape)} must "
-                           f"broadcast to self's shape {list(shape)}")
+    for t in (scale, shift):                     # broadcasts to self: trailing sizes equal or 1, no extra dims
+        if t.dim() > len(shape) or any(n not in (1, m) for n, m in zip(tuple(t.shape)[::-1], shape[::-1])):
+            raise RuntimeError(f"fused_scale_shift(): scale {list(scale.shape)} and shift {list(shift.shape)} must "
+                               f"broadcast to self's shape {list(shape)}")
     return self.device, (self.device.type, self.layout.name, self.dtype), shape, self.dtype
-
-
-def _compute_dtype(d):
-    """Fused means rounded once: float16 / bfloat16 compute in float32 (on every device alike)."""
-    return np.dtype(np.float32) if d in (ember.float16, ember.bfloat16) else d.numpy_dtype
 
 
 def vdev_kernel(self, scale, shift, *, out):
     """vdev kernel of ``vdev::fused_scale_shift``, floating dtypes: store x * scale + shift (broadcast; float16 /
     bfloat16 in float32, rounded once) into ``out``.
     """
-    cd = _compute_dtype(out.dtype)
+    cd = compute_np(out.dtype)                   # fused means rounded once: float16 / bfloat16 in float32
     x, s, b = operand(self, cd), operand(scale, cd), operand(shift, cd)
     store(out, x * s + b)
 
@@ -61,7 +53,7 @@ def cpu_kernel(self, scale, shift, *, out):
     # cpu tensors' numpy() shares memory; a real vendor would not ship a cpu kernel, but one
     # makes the op usable (and testable) without the device
     # (kernels run below autograd but receive the caller's tensors, which may require grad: detach)
-    cd = _compute_dtype(out.dtype)
+    cd = compute_np(out.dtype)
     x, s, b = (t.detach().numpy().astype(cd) for t in (self, scale, shift))
     np.copyto(out.numpy(), x * s + b, casting="unsafe")
 

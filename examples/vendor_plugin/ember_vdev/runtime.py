@@ -19,19 +19,18 @@ import os
 
 import numpy as np
 
-from ember.library import DeviceRuntime
+from ember.library import DeviceRuntime, geometry, native_view
 
 DEVICE_COUNT = 2
 ALIGN = 64                                       # every block starts on a 64-byte boundary
 
 
 def arena_bytes() -> int:
-    """The size of each device's arena: ``EMBER_VDEV_MEMORY`` bytes (suffixes K, M, G), default 256 MiB."""
-    v = os.environ.get("EMBER_VDEV_MEMORY", "").strip().upper()
-    if not v:
-        return 256 << 20
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(v[-1], 1)
-    return int(float(v.rstrip("KMGIB") or 0) * mult)
+    """The size of each device's arena: ``EMBER_VDEV_MEMORY`` bytes (suffixes K, M, G; KiB, MB, ...), default 256
+    MiB.
+    """
+    v = (os.environ.get("EMBER_VDEV_MEMORY", "").strip() or "256M").upper().rstrip("IB")
+    return int(float(v.rstrip("KMG") or 0) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(v[-1:], 1))
 
 
 Block = collections.namedtuple("Block", "index offset nbytes")   # the opaque handle the core stores
@@ -98,11 +97,10 @@ class VdevGeneratorState:
         """Restore a state from ``get_state``'s bytes; RuntimeError "set_state: not a vdev generator state (...)"
         for anything else.
         """
-        def arrays(d):
-            return {k: np.array(v, np.uint64) if isinstance(v, list) else arrays(v) if isinstance(v, dict) else v
-                    for k, v in d.items()}
+        def arrays(d):                          # json calls it on every dict, innermost first
+            return {k: np.array(v, np.uint64) if isinstance(v, list) else v for k, v in d.items()}
         try:
-            self.rng.bit_generator.state = arrays(json.loads(bytes(raw).decode()))
+            self.rng.bit_generator.state = json.loads(bytes(raw).decode(), object_hook=arrays)
         except (ValueError, TypeError, KeyError) as e:
             raise RuntimeError(f"set_state: not a vdev generator state ({e})") from None
 
@@ -124,12 +122,11 @@ class VdevRuntime(DeviceRuntime):
         """The Arena of device ``index``, created on first use; RuntimeError "Invalid device ordinal vdev:i: there
         are 2 vdev devices" outside 0..1.
         """
-        a = self._arenas.get(index)
-        if a is None:
+        if index not in self._arenas:
             if not 0 <= index < DEVICE_COUNT:
                 raise RuntimeError(f"Invalid device ordinal vdev:{index}: there are {DEVICE_COUNT} vdev devices")
-            a = self._arenas[index] = Arena(index, arena_bytes())
-        return a
+            self._arenas[index] = Arena(index, arena_bytes())
+        return self._arenas[index]
 
     # -- discovery
     def device_count(self):
@@ -198,23 +195,39 @@ class VdevRuntime(DeviceRuntime):
             return dict(self.transfers)
 
         def reset_transfer_stats() -> None:
-            for k in self.transfers:
-                self.transfers[k] = 0
+            self.transfers.update(dict.fromkeys(self.transfers, 0))
         return {"transfer_stats": transfer_stats, "reset_transfer_stats": reset_transfer_stats}
 
 
 RUNTIME = VdevRuntime()
 
 
-def view(t) -> np.ndarray:
+def arena_view(t) -> np.ndarray:
     """The numpy array of a vdev tensor, a view into its device's arena (shares memory).
 
     This is the one place where the tensor's layout (shape, strides in elements, storage
     offset) meets the memory: a real plugin passes the same numbers to its kernels.
     """
-    if 0 in t.shape:                     # nothing to address; numpy refuses some empty views
-        return np.empty(tuple(t.shape), t.dtype.numpy_dtype)
-    block = t.untyped_storage().handle
-    isz = t.dtype.itemsize
-    return np.ndarray(tuple(t.shape), t.dtype.numpy_dtype, RUNTIME.arena(block.index).buf,
-                      block.offset + t.storage_offset() * isz, tuple(s * isz for s in t.stride()))
+    g = geometry(t)
+    a = _VIEWS.get(g)
+    if a is None:
+        block, shape, stride, offset, dtype = g
+        if 0 in shape:                   # nothing to address; numpy refuses some empty views
+            return np.empty(shape, dtype.numpy_dtype)
+        isz = dtype.itemsize
+        a = np.ndarray(shape, dtype.numpy_dtype, RUNTIME._arenas[block.index].buf, block.offset + offset * isz,
+                       tuple([s * isz for s in stride]))     # (the block exists, so its arena does)
+        if len(_VIEWS) >= 4096:
+            _VIEWS.clear()
+        _VIEWS[g] = a
+    return a
+
+
+# arena views by geometry: the caching allocator hands the same blocks out again, so each op's new output
+# finds its view here (a Block names a fixed range of a fixed arena: a view never goes stale)
+_VIEWS: dict = {}
+
+
+def view(t) -> np.ndarray:
+    """``arena_view(t)``, cached on the tensor (``ember.library.native_view``)."""
+    return native_view(t, arena_view)
