@@ -205,7 +205,10 @@ def samples_of(opinfo, target, dtype_name, requires_grad=False) -> list:
     :raises MissingDtype: when a sample needs a dtype whose plugin is not loaded."""
     limit = 1 if target.fast and not requires_grad else None
     key = (id(opinfo), str(target.device), target.layout, dtype_name, requires_grad, limit)
-    hit = _SAMPLE_CACHE.get(key)
+    # the entry keeps its OpInfo alive and is checked against it: an id is only unique while its object lives,
+    # and a later run's new OpInfo could otherwise get a dead one's id and its samples
+    entry = _SAMPLE_CACHE.get(key)
+    hit = entry[1] if entry is not None and entry[0] is opinfo else None
     if hit is None:
         dt = _dtype(dtype_name)
         try:
@@ -217,7 +220,7 @@ def samples_of(opinfo, target, dtype_name, requires_grad=False) -> list:
             hit = e
         except Exception as e:  # noqa: BLE001 - a sampler's bug is a finding, reported by check_samples
             hit = SampleBuildError(opinfo.id, dtype_name, e, requires_grad)
-        _SAMPLE_CACHE[key] = hit
+        _SAMPLE_CACHE[key] = (opinfo, hit)
         while len(_SAMPLE_CACHE) > 4:
             _SAMPLE_CACHE.popitem(last=False)
     else:
