@@ -126,6 +126,8 @@ class _StatsMixin:
         s["num_device_free"] += 1
 
     def reset_peak_memory_stats(self):
+        """Set the peak statistics (bytes allocated, bytes reserved, allocations; PyTorch's
+        ``*.all.peak`` keys) to their current values (matches torch.cuda.reset_peak_memory_stats)."""
         s = self.stats
         s["allocated_bytes.all.peak"] = s["allocated_bytes.all.current"]
         s["reserved_bytes.all.peak"] = s["reserved_bytes.all.current"]

@@ -213,9 +213,11 @@ class _Host:
         self.arr = rt.to_numpy(t).reshape(-1)
 
     def bytes(self):
+        """The values as a flat uint8 array over the same memory (what MPI moves as MPI.BYTE)."""
         return self.arr.view(np.uint8)
 
     def store(self):
+        """Write the host copy back into the tensor (staged devices only; a host view already is the tensor)."""
         if self.staged:
             self.rt.from_numpy(self.t, self.arr.reshape(self.t._shape))
 
@@ -363,7 +365,7 @@ class MPIBackend(CollectiveBackend):
         self._broken = None
         # more ranks on this host than cores: a waiting rank yields its core at once (the rank it waits
         # for may need it); otherwise it spins a while first (yielding costs a time slice under load)
-        self._host = host = _host_id()
+        self._host = host = peers[self._rank][0]      # this process's own entry (_host_id at init)
         local = sum(1 for h, _ in peers if h == host)
         self.spin_s = 0.0 if local > (os.cpu_count() or 1) else Work.SPIN_S
 

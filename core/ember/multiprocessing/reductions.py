@@ -49,6 +49,7 @@ class _SharedAllocator:
         self.raw = raw
 
     def release(self, storage):
+        """Nothing to give back: the mapping goes with the storage's handle, the descriptor with its segment."""
         pass
 
 
