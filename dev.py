@@ -12,6 +12,11 @@
                            with a table of every step's passed / failed / skipped counts, and fails if
                            any step failed. A run whose device is unusable here is skipped, with the reason
 
+    python3 dev.py coverage
+                           regenerate docs/coverage/ (the committed conformance tables) from the same
+                           runs, in the environment `dev.py test` made; a run whose device is unusable
+                           here keeps its old table and is named
+
 EMBER_TEST_WITH_TORCH=1 python3 dev.py test also installs torch==2.13.0 (CPU), so the tests that compare
 with PyTorch side by side run rather than skip (CI does this).
 
@@ -177,11 +182,31 @@ def test(args):
     return 1 if any(step_rc for _, step_rc, _ in steps) else 0
 
 
+def coverage(args):
+    """Regenerate docs/coverage/ from CONFORMANCE_RUNS (opencl runs get their runtime as the file suffix)."""
+    if not PY.exists():
+        print(f"no environment at {VENV}: run `python3 dev.py test` first", file=sys.stderr)
+        return 2
+    ember = BIN / ("ember.exe" if os.name == "nt" else "ember")
+    steps = []
+    for label, device, extra, env in CONFORMANCE_RUNS:
+        suffix = ["--coverage-suffix", env["EMBER_OPENCL_PLATFORM"]] if "EMBER_OPENCL_PLATFORM" in env else []
+        # no --skip-unavailable: an unusable device must fail loudly here rather than leave a stale table silently
+        crc = run(ember, "conformance", device, *extra, *suffix, "-q", "--write-coverage", ROOT / "docs" / "coverage",
+                  *args, env={**os.environ, **env})
+        steps.append((label, crc))
+    print("\n" + "=" * 30 + " dev.py coverage: summary " + "=" * 30)
+    for label, crc in steps:
+        print(f"{label:<28} {'FAILED (exit status %d)' % crc if crc else 'ok'}")
+    return 1 if any(crc for _, crc in steps) else 0
+
+
 def main(argv):
-    if not argv or argv[0] not in ("demo", "test"):
+    commands = {"demo": demo, "test": test, "coverage": coverage}
+    if not argv or argv[0] not in commands:
         print(__doc__)
         return 2
-    return demo(argv[1:]) if argv[0] == "demo" else test(argv[1:])
+    return commands[argv[0]](argv[1:])
 
 
 if __name__ == "__main__":

@@ -100,18 +100,28 @@ class _StatsMixin:
     native = None  # see DirectAllocator
 
     def _init_stats(self):
-        self.stats = dict.fromkeys(STAT_KEYS, 0)
+        self._stats = dict.fromkeys(STAT_KEYS, 0)   # the cold keys (reserved, segments, retries, OOMs)
+        # the hot keys, plain attributes: every op's output passes malloc and release
+        self.allocated = self.peak = self.count = self.peak_count = 0
+        self.total_allocated = self.total_count = 0
         self.limit = None  # bytes, from set_per_process_memory_fraction
 
-    def _on_free(self, nbytes):
-        s = self.stats
-        s["allocated_bytes.all.current"] -= nbytes
-        s["allocated_bytes.all.freed"] += nbytes
-        s["allocation.all.current"] -= 1
-        s["allocation.all.freed"] += 1
+    @property
+    def stats(self) -> dict:
+        """The memory_stats dict (PyTorch's keys, ``STAT_KEYS``), assembled on demand."""
+        s = dict(self._stats)
+        s["allocated_bytes.all.current"] = self.allocated
+        s["allocated_bytes.all.peak"] = self.peak
+        s["allocated_bytes.all.allocated"] = self.total_allocated
+        s["allocated_bytes.all.freed"] = self.total_allocated - self.allocated
+        s["allocation.all.current"] = self.count
+        s["allocation.all.peak"] = self.peak_count
+        s["allocation.all.allocated"] = self.total_count
+        s["allocation.all.freed"] = self.total_count - self.count
+        return s
 
     def _reserve(self, nbytes):
-        s = self.stats
+        s = self._stats
         cur = s["reserved_bytes.all.current"] + nbytes
         s["reserved_bytes.all.current"] = cur
         s["segment.all.current"] += 1
@@ -120,7 +130,7 @@ class _StatsMixin:
             s["reserved_bytes.all.peak"] = cur
 
     def _unreserve(self, nbytes):
-        s = self.stats
+        s = self._stats
         s["reserved_bytes.all.current"] -= nbytes
         s["segment.all.current"] -= 1
         s["num_device_free"] += 1
@@ -128,13 +138,13 @@ class _StatsMixin:
     def reset_peak_memory_stats(self):
         """Set the peak statistics (bytes allocated, bytes reserved, allocations; PyTorch's
         ``*.all.peak`` keys) to their current values (matches torch.cuda.reset_peak_memory_stats)."""
-        s = self.stats
-        s["allocated_bytes.all.peak"] = s["allocated_bytes.all.current"]
+        self.peak = self.allocated
+        self.peak_count = self.count
+        s = self._stats
         s["reserved_bytes.all.peak"] = s["reserved_bytes.all.current"]
-        s["allocation.all.peak"] = s["allocation.all.current"]
 
     def _oom(self, nbytes, cause=None):
-        self.stats["num_ooms"] += 1
+        self._stats["num_ooms"] += 1
         s = self.stats
         limit = f" of which the per-process limit is {format_bytes(self.limit)};" if self.limit is not None else ""
         msg = (f"{self.device_label}: tried to allocate {format_bytes(nbytes)}.{limit} "
@@ -315,22 +325,19 @@ class CachingAllocator(_StatsMixin):
         st.device = self.device
         st._allocator = self
         st._stream = stream
-        s = self.stats                        # the statistics (PyTorch's keys), inline: every op's output
-        cur = s["allocated_bytes.all.current"] + size
-        s["allocated_bytes.all.current"] = cur
-        s["allocated_bytes.all.allocated"] += size
-        if cur > s["allocated_bytes.all.peak"]:
-            s["allocated_bytes.all.peak"] = cur
-        n = s["allocation.all.current"] + 1
-        s["allocation.all.current"] = n
-        s["allocation.all.allocated"] += 1
-        if n > s["allocation.all.peak"]:
-            s["allocation.all.peak"] = n
+        cur = self.allocated = self.allocated + size      # the statistics, inline: every op's output
+        self.total_allocated += size
+        if cur > self.peak:
+            self.peak = cur
+        n = self.count = self.count + 1
+        self.total_count += 1
+        if n > self.peak_count:
+            self.peak_count = n
         return st
 
     def _raw_alloc(self, size):
         for attempt in (0, 1):
-            over = self.limit is not None and self.stats["reserved_bytes.all.current"] + size > self.limit
+            over = self.limit is not None and self._stats["reserved_bytes.all.current"] + size > self.limit
             if not over:
                 try:
                     handle = self.raw.allocate(size, self.device.index or 0)
@@ -341,7 +348,7 @@ class CachingAllocator(_StatsMixin):
             else:
                 cause = None
             if attempt == 0:
-                self.stats["num_alloc_retries"] += 1
+                self._stats["num_alloc_retries"] += 1
                 self.empty_cache()
         raise self._oom(size, cause)
 
@@ -359,7 +366,8 @@ class CachingAllocator(_StatsMixin):
 
     def release(self, st: UntypedStorage) -> None:
         """Take back a dead storage's memory (called by UntypedStorage.__del__)."""
-        self._on_free(st._size)
+        self.allocated -= st._size
+        self.count -= 1
         if self._recorded:
             uses = self._recorded.pop(id(st), None)
             if uses:
@@ -367,7 +375,11 @@ class CachingAllocator(_StatsMixin):
                 events = [self.raw.record_free_event(s, idx) for s in uses]
                 self._pending.append((events, (st._stream, st._size), st._handle))
                 return
-        self._free.setdefault((st._stream, st._size), []).append(st._handle)
+        key = (st._stream, st._size)
+        pool = self._free.get(key)
+        if pool is None:
+            pool = self._free[key] = []
+        pool.append(st._handle)
 
     def record_stream(self, st: UntypedStorage, stream) -> None:
         """``st`` is also used by work on stream ``stream`` (a key as the runtime's

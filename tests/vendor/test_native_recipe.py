@@ -109,3 +109,31 @@ def test_conformance_report_says_native(native):
     assert results.exit_code == 0, [str(f) for f in results.failures]
     assert {op: results.cell(op, "float32") for op in OPS} == dict.fromkeys(OPS, "native")
     assert results.cell("mm", "int64") == "composite" and results.cell("bmm", "int64") == "native"
+
+
+def test_report_shows_the_kernel_that_ran_for_promoted_inputs():
+    # tan of an int64 tensor dispatches at the float32 key (its computation dtype): with a native float kernel,
+    # the int64 column is native, although the (vdev, strided, int64) key itself would resolve to the composite
+    import types
+    from ember.plugins import hookimpl
+
+    def tan(self, *, out):     # float32 out (self may be an integer tensor), through the host: enough for a test
+        x = self.detach().cpu().numpy().astype(np.float32)
+        out.copy_(ember.from_numpy(np.asarray(np.tan(x), dtype=np.float32)))
+
+    addon = types.ModuleType("vdev_tan")
+    addon.ember_plugin_info = hookimpl(lambda: {"name": "vdev-tan", "version": "0.1.0", "api_version": "1.1",
+                                               "provides": {}})
+    addon.ember_register = hookimpl(lambda registry: registry.library("vdev_tan").impl(
+        "tan", tan, device="vdev", dtypes=[ember.float32], priority=10))
+    ember.plugins.register(addon, name="vdev-tan")
+    try:
+        res = run_conformance("vdev", ops=["tan"], dtypes=["int64", "float32"], device_checks=False, fast=True)
+        assert res.sources[("tan", "float32")] == "native"
+        assert res.sources[("tan", "int64")] == "native"
+        assert ember._dispatch.ops["tan"].source(_key(ember.int64)) == "composite"
+        assert res.exit_code == 0 and res.cell("tan", "int64") == "native"
+    finally:
+        ember.plugins.unregister("vdev-tan")
+    res = run_conformance("vdev", ops=["tan"], dtypes=["int64"], device_checks=False, fast=True)
+    assert res.sources[("tan", "int64")] == "composite" and res.exit_code == 0

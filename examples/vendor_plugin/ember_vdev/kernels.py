@@ -19,6 +19,7 @@ import numpy as np
 import scipy.special as sp
 
 import ember
+from ember import Tensor
 from ember.library import ALL_DENSE, FLOATING, COMPLEX, native_view
 
 from .runtime import arena_view, view
@@ -118,7 +119,7 @@ def make_binary(name):
     fast = isinstance(f, np.ufunc) and name not in TO_FLOAT and name not in INT_DIV    # f(a, b, out=o) works
 
     def kernel(self, other, *, alpha=1, out):
-        if fast and alpha == 1 and isinstance(self, ember.Tensor) and isinstance(other, ember.Tensor) \
+        if fast and alpha == 1 and isinstance(self, Tensor) and isinstance(other, Tensor) \
                 and self.device.type == other.device.type == "vdev":
             # the common case, straight into out (the cached views cost nothing): same dtype everywhere
             a, b, o = native_view(self, arena_view), native_view(other, arena_view), native_view(out, arena_view)

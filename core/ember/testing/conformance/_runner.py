@@ -22,6 +22,7 @@ tolerances).
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import fnmatch
 import itertools
@@ -34,7 +35,7 @@ import numpy as np
 from .._opinfo import MissingDtype
 
 __all__ = ["TESTS", "Target", "Case", "ConformanceFailure", "NotApplicable", "SampleBuildError", "make_target",
-           "device_dtypes", "load_opinfos", "compare", "run_case", "cases_for", "dispatch_source", "GRAD_SAMPLES",
+           "device_dtypes", "load_opinfos", "compare", "run_case", "cases_for", "dispatch_source", "record_keys", "GRAD_SAMPLES",
            "check_samples"]
 
 #: the per-op tests, in the order they run (names used in reports and xfails files)
@@ -182,14 +183,49 @@ def op_dtypes(opinfo, target) -> list:
     return opinfo.supported_dtypes(target.device_type, target.dtypes)
 
 
-def dispatch_source(opinfo, target, dtype_name) -> str:
-    """How the op's dispatch key resolves on the device: native / composite / fallback / missing
-    ('composite' too for an entry that is a Python function over ops, not a dispatcher op)."""
+_SOURCE_RANK = {"native": 0, "composite": 1, "fallback": 2, "missing": 3}
+
+
+def dispatch_source(opinfo, target, dtype_name, keys=None) -> str:
+    """How the op resolved on the device for inputs of ``dtype_name``: native / composite / fallback /
+    missing ('composite' too for an entry that is a Python function over ops, not a dispatcher op).
+
+    ``keys`` are the dispatch keys the op's entry points actually resolved while its samples ran
+    (``record_keys``): an entry point dispatches at the computation dtype (``exp`` of an int64 tensor runs
+    the float32 kernel), so the input dtype's own key can say "composite" where a native kernel ran. The
+    least native of them counts; without recorded keys, the input dtype's key is asked."""
     from ember import _dispatch
     op = _dispatch.ops.get(opinfo.name)
     if op is None:
         return "composite"
+    if keys:
+        return max((op.source(k) for k in keys), key=_SOURCE_RANK.__getitem__)
     return op.source((target.device_type, target.layout, _dtype(dtype_name)))
+
+
+@contextlib.contextmanager
+def record_keys(opinfo):
+    """Within the block, collect in the yielded set the dispatch keys the op ``opinfo.name`` resolves.
+
+    The op's resolved-kernel cache is emptied first, so each key its entry points meet is resolved (and
+    recorded) once; the cache refills as usual. Nothing is recorded for an entry that is not a dispatcher op."""
+    from ember import _dispatch
+    op = _dispatch.ops.get(opinfo.name)
+    keys = set()
+    if op is None:
+        yield keys
+        return
+    resolve = op._resolve
+
+    def recording(key):
+        keys.add(key)
+        return resolve(key)
+    op.cache.clear()
+    op._resolve = recording          # an instance attribute: OpDef.resolve looks it up on the instance
+    try:
+        yield keys
+    finally:
+        del op._resolve
 
 
 # ---------------------------------------------------------------- samples
