@@ -244,6 +244,22 @@ class DeviceRuntime:
         raise RuntimeError(f"device type '{self.name}' cannot map shared memory (its runtime does not implement "
                            "DeviceRuntime.storage_from_shared)")
 
+    # -- optional: direct copies between devices ---------------------------------
+    def copy_across(self, dst, src, non_blocking: bool = False) -> bool:
+        """Copy ``src`` into ``dst`` directly (peer-to-peer, DMA) when they are on different devices
+        and one of them is of this type; return True when done, False to let the core stage the copy
+        through host memory (``to_numpy`` on the source's runtime, ``from_numpy`` on the
+        destination's) — the default.
+
+        Called by ``copy_`` / ``.to`` for every copy between two devices (dst's runtime first, then
+        src's), after the core has checked shapes: ``src`` broadcasts to ``dst``'s shape, either may be
+        non-contiguous, and their dtypes may differ (a C-style cast, as ``copy_``). Declining some
+        cases (say, everything but contiguous same-dtype copies) is fine. ``ember.profiler.record_copies``
+        shows which path each copy took; the conformance check ``device_peer_copy`` copies between the
+        first two devices of the type both ways and lists the paths in the report.
+        """
+        return False
+
     # -- random numbers --------------------------------------------------------
     def new_generator_state(self, seed: int, device_index: int):
         """A fresh random state seeded with ``seed``; kernels for rand/randn/... use it."""

@@ -2,6 +2,9 @@
 
 ``fallback_counts()`` says which ops ran through a device's fallback (copy to cpu, run,
 copy back) and how often, so a vendor sees what falls back; ``reset()`` clears it.
+``copy_counts()`` / ``record_copies()`` say how copies between devices ran: directly (a runtime's
+``copy_across``) or staged through host memory.
+
 ``record_fallbacks()`` counts only inside a ``with`` block::
 
     with ember.profiler.record_fallbacks() as rec:
@@ -18,11 +21,14 @@ from __future__ import annotations
 import collections
 import os
 
-__all__ = ["fallback_counts", "reset", "record_fallbacks", "FallbackRecord", "fallback_warn_mode"]
+__all__ = ["fallback_counts", "reset", "record_fallbacks", "FallbackRecord", "fallback_warn_mode", "copy_counts",
+           "record_copies"]
 
 _fallbacks: collections.Counter = collections.Counter()
 _by_key: collections.Counter = collections.Counter()
 _recorders: list = []
+_copies: collections.Counter = collections.Counter()
+_copy_recorders: list = []
 
 #: the values EMBER_FALLBACK_WARN accepts
 FALLBACK_WARN_MODES = ("once", "always", "error")
@@ -52,9 +58,40 @@ def fallback_counts(by_key: bool = False) -> dict:
 
 
 def reset() -> None:
-    """Clear the counts."""
+    """Clear the counts (fallbacks and copies)."""
     _fallbacks.clear()
     _by_key.clear()
+    _copies.clear()
+
+
+def _count_copy(src_type: str, dst_type: str, path: str) -> None:
+    """Called by ``copy_`` for each copy between two devices; ``path`` is "direct" or "host"."""
+    k = (src_type, dst_type, path)
+    _copies[k] += 1
+    for rec in _copy_recorders:
+        rec[k] = rec.get(k, 0) + 1
+
+
+def copy_counts() -> dict:
+    """{(source device type, destination device type, path): copies} since start or ``reset()``, for
+    copies between two devices: ``path`` is "direct" when a runtime's ``copy_across`` did the copy
+    (peer-to-peer, DMA), "host" when the core staged it through host memory. Copies within one
+    device are kernels (``copy_``) and are not counted here."""
+    return dict(_copies)
+
+
+class record_copies:
+    """Context manager counting the copies between devices made inside it, as ``copy_counts`` does;
+    ``__enter__`` returns the dict that fills up (nests)."""
+
+    def __enter__(self) -> dict:
+        self.record = {}
+        _copy_recorders.append(self.record)
+        return self.record
+
+    def __exit__(self, *exc):
+        _copy_recorders.remove(self.record)
+        return False
 
 
 class FallbackRecord:

@@ -61,11 +61,14 @@ def _copy_impl(self, src, non_blocking=False):
             self._quantizer = src._quantizer
         # a runtime may copy directly (DMA, peer copies, non_blocking from pinned memory):
         # copy_across(dst, src, non_blocking) returns True when it did, False to go through the host
+        from .. import profiler
         for dev in (self._device, src._device):
             across = getattr(_registry.device_type(dev.type).runtime, "copy_across", None)
             if across is not None and across(self, src, non_blocking):
+                profiler._count_copy(src._device.type, self._device.type, "direct")
                 bump_version(self)
                 return self
+        profiler._count_copy(src._device.type, self._device.type, "host")
         host = _registry.device_type(src._device.type).runtime.to_numpy(src)
         if src._shape != self._shape:
             import numpy as np

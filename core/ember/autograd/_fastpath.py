@@ -69,7 +69,7 @@ def rec(result, {params}):
     result._requires_grad = True
 """
 
-# per tensor argument: its edge, its (shape, dtype) and, when saved, its SavedInput, inline for tensors
+# per tensor argument: its edge, its (shape, dtype, device) and, when saved, its SavedInput, inline for tensors
 # (the common cases: a leaf, or a non-view with a grad_fn) and through the helpers otherwise
 _ARG = """
     try:
@@ -77,7 +77,7 @@ _ARG = """
     except AttributeError:              # a Python number where the schema says Tensor
         e_{n} = m_{n} = None{save_const}
     else:
-        m_{n} = ({n}._shape, {n}._dtype)
+        m_{n} = ({n}._shape, {n}._dtype, {n}._device)
         if gf_{n} is not None:
             e_{n} = (gf_{n}, {n}._output_nr) if {n}._base is None else _edge({n})
         elif {n}._requires_grad:

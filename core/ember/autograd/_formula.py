@@ -85,7 +85,7 @@ class FormulaNode(Node):
         self._name = spec.name
         self.spec = spec
         self.slots = slots              # per edge: (arg name, index in a Tensor[] or None)
-        self.input_meta = input_meta    # per edge: (shape, dtype)
+        self.input_meta = input_meta    # per edge: (shape, dtype, device)
         self.saved = saved              # arg name -> SavedTensor | [SavedTensor]; output index -> SavedTensor
         self.scalars = scalars          # non-tensor args
         self.shapes = shapes            # "<arg>_shape" -> shape
@@ -152,7 +152,7 @@ class FormulaNode(Node):
                 g = g[idx]
             if g is not None:
                 m = metas[i]
-                out[i] = g if (g._shape == m[0] and g._dtype is m[1]) else _fit(g, m)
+                out[i] = g if (g._shape == m[0] and g._dtype is m[1] and g._device is m[2]) else _fit(g, m)
         return out
 
 
@@ -160,8 +160,11 @@ _MISSING = object()
 
 
 def _fit(g, meta):
-    """Sum a gradient over broadcast dims and cast it to the input's dtype."""
-    shape, dtype = meta
+    """Sum a gradient over broadcast dims, cast it to the input's dtype and move it to the input's device
+    (``meta``: (shape, dtype) or (shape, dtype, device)), as PyTorch's engine does with each gradient it
+    passes on: the backward of ``x.to(other_device)``, or of an op with a 0-dim cpu tensor among device
+    operands, hands the gradient back on the input's own device."""
+    shape, dtype = meta[0], meta[1]
     if not isinstance(g, Tensor):
         raise TypeError(f"a derivative formula returned {type(g).__name__}, expected a Tensor")
     if g._shape != shape:
@@ -169,6 +172,8 @@ def _fit(g, meta):
         g = sum_to(g, shape)
     if g._dtype is not dtype:
         g = g.to(dtype)
+    if len(meta) > 2 and g._device is not meta[2] and g._device != meta[2]:
+        g = g.to(meta[2])
     return g
 
 

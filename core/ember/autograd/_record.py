@@ -55,7 +55,7 @@ def _build_node(op, kwargs, outputs, self_edge=None, saved_self=None):
                 e = grad_edge(x) if diff else None
             edges.append(e)
             slots.append((a.name, i))
-            meta.append((x._shape, x._dtype))
+            meta.append((x._shape, x._dtype, x._device))
     if spec is None:
         return NotImplementedNode(op.name, edges)
     saved = {}

@@ -115,8 +115,8 @@ class VdevRuntime(DeviceRuntime):
 
     def __init__(self):
         self._arenas = {}        # created on first use, never at registration
-        self.transfers = {"host_to_device": 0, "device_to_host": 0,
-                          "host_to_device_bytes": 0, "device_to_host_bytes": 0}
+        self.transfers = {"host_to_device": 0, "device_to_host": 0, "host_to_device_bytes": 0,
+                          "device_to_host_bytes": 0, "peer": 0, "peer_bytes": 0}
 
     def arena(self, index: int) -> Arena:
         """The Arena of device ``index``, created on first use; RuntimeError "Invalid device ordinal vdev:i: there
@@ -180,6 +180,18 @@ class VdevRuntime(DeviceRuntime):
         self.transfers["host_to_device"] += 1
         self.transfers["host_to_device_bytes"] += v.nbytes
 
+    def copy_across(self, dst, src, non_blocking=False):
+        """DeviceRuntime.copy_across: a copy between vdev:0 and vdev:1 goes arena to arena (broadcast, strides, C-style
+        cast), counted as "peer" in ``transfers``; copies to or from other device types decline (the core uses
+        the host).
+        """
+        if dst.device.type != "vdev" or src.device.type != "vdev":
+            return False
+        np.copyto(view(dst), view(src), casting="unsafe")
+        self.transfers["peer"] += 1
+        self.transfers["peer_bytes"] += dst.numel() * dst.element_size()
+        return True
+
     # -- random numbers
     def new_generator_state(self, seed, device_index):
         """DeviceRuntime.new_generator_state: a VdevGeneratorState (numpy Philox) seeded with ``seed``."""
@@ -191,7 +203,7 @@ class VdevRuntime(DeviceRuntime):
         ``ember.vdev.reset_transfer_stats()``.
         """
         def transfer_stats() -> dict:
-            """Counts and bytes of host <-> device copies since the last reset."""
+            """Counts and bytes of host <-> device and vdev <-> vdev (peer) copies since the last reset."""
             return dict(self.transfers)
 
         def reset_transfer_stats() -> None:

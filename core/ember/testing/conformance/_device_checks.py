@@ -92,6 +92,45 @@ def check_copies(target):
         fail("copies", target, problems)
 
 
+def check_peer_copy(target):
+    """Copies between the first two devices of the type, both ways: contiguous, from a non-contiguous
+    source, into a non-contiguous destination, with a cast and with broadcasting; values as on cpu, and
+    the destination's other memory untouched. Whichever path the copies take (the runtime's
+    ``copy_across``, or the core's staging through host memory) must give the same values; the report
+    lists the paths."""
+    import ember
+    if target.second is None:
+        raise NotApplicable(f"one {target.device_type} device: nothing to copy between")
+    floats = [d for d in ("float32", "float64", "float16") if d in target.dtypes]
+    ints = [d for d in ("int32", "int64", "int16") if d in target.dtypes]
+    x = _sample(floats[0] if floats else target.dtypes[-1], (4, 6), seed=3)
+    problems = []
+    for a, b in ((target.device, target.second), (target.second, target.device)):
+        xa, where = x.to(a), f"{a} -> {b}"
+        try:
+            problems.append(same(xa.to(b), x, f"{where}: .to"))
+            problems.append(same(xa[:, 1::2].to(b), x[:, 1::2], f"{where}: a sliced source"))
+            d = ember.empty((6, 4), dtype=x.dtype, device=b).t()
+            d.copy_(xa)
+            problems.append(same(d, x, f"{where}: into a transposed destination"))
+            wide = ember.zeros((4, 8), dtype=x.dtype, device=b)
+            wide[:, 1:7].copy_(xa)                  # a window: the columns around it stay zero
+            problems.append(same(wide[:, 1:7], x, f"{where}: into a window") or
+                            same(wide[:, ::7], ember.zeros((4, 2), dtype=x.dtype), f"{where}: around the window"))
+            r = ember.empty((2, 4, 6), dtype=x.dtype, device=b)
+            r.copy_(xa)
+            problems.append(same(r, x.expand(2, 4, 6), f"{where}: broadcast to (2, 4, 6)"))
+            if ints and floats:
+                c = ember.empty((4, 6), dtype=getattr(ember, ints[0]), device=b)
+                c.copy_(xa)
+                problems.append(same(c, x.to(getattr(ember, ints[0])), f"{where}: with a cast to {ints[0]}"))
+        except Exception as e:  # noqa: BLE001
+            problems.append(f"{where}: {type(e).__name__}: {e}")
+    problems = [p for p in problems if p]
+    if problems:
+        fail("peer_copy", target, problems)
+
+
 def check_views(target):
     """view, t(), slicing, as_strided and contiguous on the device: values, strides, shared storage."""
     import ember
@@ -408,7 +447,7 @@ def check_autograd(target):
 
 #: name -> check, in the order they run
 DEVICE_CHECKS = {
-    "roundtrip": check_roundtrip, "copies": check_copies, "views": check_views,
+    "roundtrip": check_roundtrip, "copies": check_copies, "peer_copy": check_peer_copy, "views": check_views,
     "memory_stats": check_memory_stats, "oom": check_oom, "rng": check_rng, "synchronize": check_synchronize,
     "streams": check_streams, "pin_memory": check_pin_memory, "save_load": check_save_load,
     "autograd": check_autograd, "modules": check_modules,

@@ -106,11 +106,13 @@ def _run_conformance(device, dtypes, ops, layout, opinfos, xfail_files, device_c
                     results.add(_outcome("grad", o.id, gd, label,
                                          lambda o=o, i=i, s=s: check_grad(o, target, gd, i, s)))
     if device_checks:
-        for name, dtype in device_check_cases(target):
-            if progress:
-                progress(f"device_{name}" + ("" if dtype == "*" else f" {dtype}"))
-            results.add(_outcome(f"device_{name}", "*", dtype, "",
-                                 lambda n=name, d=dtype: run_device_check(n, target, d)))
+        with profiler.record_copies() as copies:
+            for name, dtype in device_check_cases(target):
+                if progress:
+                    progress(f"device_{name}" + ("" if dtype == "*" else f" {dtype}"))
+                results.add(_outcome(f"device_{name}", "*", dtype, "",
+                                     lambda n=name, d=dtype: run_device_check(n, target, d)))
+        results.copy_paths = {k: n for k, n in copies.items() if target.device_type in k[:2]}
     return results.finalize(xf)
 
 

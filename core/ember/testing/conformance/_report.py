@@ -70,6 +70,7 @@ class Results:
         self.unexpected_passes: list = []   # (test, op, dtype, reason)
         self.unbuilt: set = set()     # (op, dtype) whose samples could not be built (see the op's samples check)
         self.finalized = False
+        self.copy_paths: dict = {}    # (src type, dst type, "direct" | "host") -> copies made by the device checks
 
     def add(self, outcome: Outcome):
         """Record one test outcome."""
@@ -207,6 +208,10 @@ def _summary_lines(r: Results) -> list:
         dc = collections.Counter(o.status for o in dev)
         lines.append(f"device checks: {dc.get('passed', 0)} passed, {dc.get('failed', 0)} failed, "
                      f"{dc.get('xfailed', 0)} xfailed, {dc.get('skipped', 0)} not declared by the device")
+    if r.copy_paths:
+        lines.append("copies between devices: " + ", ".join(
+            f"{s} -> {d} {path}" for (s, d, path) in sorted(r.copy_paths))
+            + " (direct: the runtime's copy_across; host: staged through host memory)")
     return lines
 
 
@@ -343,6 +348,7 @@ def to_json(r: Results) -> dict:
                                                                 "errors": r.op_column(op, "errors")}
                    for op in r.ops},
         "fallbacks": {f"{op}/{d}": c for (op, d), c in r.fallbacks.items()},
+        "copy_paths": [{"src": s, "dst": d, "path": p, "copies": n} for (s, d, p), n in sorted(r.copy_paths.items())],
         "unexpected_passes": [dict(zip(("test", "op", "dtype", "reason"), u)) for u in r.unexpected_passes],
         "outcomes": [dataclasses.asdict(o) for o in r.outcomes if o.status != "passed"],
         "passed": sum(o.status == "passed" for o in r.outcomes),
