@@ -64,7 +64,7 @@ def numel(input) -> int:
 
 # submodules that are not device modules (``from . import nn`` asks __getattr__ before importing)
 _SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing",
-                          "sparse", "distributed", "profiler"})
+                          "sparse", "distributed", "profiler", "amp"})
 
 
 def _lookup_device_module(name):
@@ -108,3 +108,9 @@ from . import nn, optim, utils, multiprocessing, distributed  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401  (ember.sparse: mm, addmm, sum, softmax; kernels from ember-sparse)
 from . import profiler  # noqa: E402,F401  (ember.profiler.record_fallbacks() without an import, as torch.profiler)
+from . import amp  # noqa: E402,F401  (ember.amp: autocast, GradScaler)
+from .amp.autocast_mode import (autocast, is_autocast_enabled, set_autocast_enabled, get_autocast_dtype,  # noqa: E402,F401
+                                set_autocast_dtype, is_autocast_cache_enabled, set_autocast_cache_enabled,
+                                clear_autocast_cache, autocast_increment_nesting, autocast_decrement_nesting,
+                                is_autocast_cpu_enabled, set_autocast_cpu_enabled, get_autocast_cpu_dtype,
+                                set_autocast_cpu_dtype, get_autocast_gpu_dtype, set_autocast_gpu_dtype)

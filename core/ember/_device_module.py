@@ -86,6 +86,10 @@ def make_device_module(dt) -> types.ModuleType:
     mod.OutOfMemoryError = _memory.OutOfMemoryError
     for k, v in rt.module_extras().items():
         setattr(mod, k, v)
+    from .amp._aliases import device_amp_module
+    amp = device_amp_module(dt.name)       # ember.cpu.amp / ember.cuda.amp (PyTorch's deprecated spellings)
+    if amp is not None:
+        mod.amp = amp
     sys.modules[mod.__name__] = mod
     return mod
 

@@ -29,6 +29,7 @@ import warnings
 
 from . import _grad_state
 from ._grad_state import BELOW as _BELOW, STATE as _AG_STATE
+from . import _autocast_state
 
 from ._schema import normaliser, parse_schema
 
@@ -284,7 +285,7 @@ def _call_args(schema):
 # argument (an op may well have one called "dtype" or "device") is shadowed.
 _TEMPLATE_STRUCTURED = """
 def {name}({sig}):
-{norm}    __device, __key, __shape, __dtype = _meta({args})
+{norm}{ac}    __device, __key, __shape, __dtype = _meta({args})
     try:
         __kernel = _cache[__key]
     except KeyError:                  # (zero-cost try; resolved outside the handler, so errors are not chained)
@@ -309,7 +310,7 @@ def {name}({sig}):
 
 _TEMPLATE_STRUCTURED_MULTI = """
 def {name}({sig}):
-{norm}    if _GS.EVER and _AG.check and ({rg}):
+{norm}{ac}    if _GS.EVER and _AG.check and ({rg}):
         return _record(_op, {name}, out, {{{kw}}})
     __device, __key, __specs = _meta({args})
     __kernel = _cache.get(__key) or _resolve(__key)
@@ -336,7 +337,7 @@ def {name}_({sig}):
 
 _TEMPLATE_FREEFORM = """
 def {name}({sig}):
-{norm}    if _GS.EVER and _AG.check and ({rg}):
+{norm}{ac}    if _GS.EVER and _AG.check and ({rg}):
         return _record(_op, {name}, None, {{{kw}}})
     __device, __key = _meta({args})
     __kernel = _cache.get(__key) or _resolve(__key)
@@ -371,6 +372,7 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
         "_check_inplace": _factory.check_inplace, "_bump": _factory.bump_version,
         "_result": multi_output_type, "_AG": _AG_STATE, "_GS": _grad_state, "_rg_list": _rg_list,
         "_record": _autograd_record, "_record_inplace": _autograd_record_inplace, "_no_out": _no_out,
+        "_AC": _autocast_state, "_ACS": _autocast_state.STATE, "_autocast": _autocast_call,
     }
     for a in op.schema.arguments:
         if a.has_default:
@@ -382,13 +384,14 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
     ins = "".join(f"{a.name}, " for a in op.schema.arguments if a.name != "out")
     ins_rest = "".join(f"{a.name}, " for a in op.schema.arguments[1:] if a.name != "out")
     multi = len(op.schema.returns) > 1
+    ac = _autocast_hook(op, kw, structured)
     if structured:
         template = _TEMPLATE_STRUCTURED_MULTI if multi else _TEMPLATE_STRUCTURED
         src = template.format(name=op.name, sig=_signature(op.schema, True), args=args, rg=rg, kw=kw, ins=ins,
-                              norm=norm)
+                              norm=norm, ac=ac)
     else:
         src = _TEMPLATE_FREEFORM.format(name=op.name, sig=_signature(op.schema, False), args=args, rg=rg, kw=kw,
-                                        norm=norm)
+                                        norm=norm, ac=ac)
     exec(compile(src, f"<ember op {op.name}>", "exec"), ns)
     fn = ns[op.name]
     fn._op = op
@@ -462,6 +465,21 @@ def _below_autograd(fn):
         with _BELOW:
             return fn(*args, **kwargs)
     return below
+
+
+def _autocast_hook(op, kw, structured):
+    """The generated entry point's autocast lines: only for ops on an autocast list
+    (``_autocast_state.HOOKED``), and only for the functional form (PyTorch's autocast does not
+    touch ``out=`` or in-place variants). Other ops get no line, so they pay nothing."""
+    if op.name not in _autocast_state.HOOKED:
+        return ""
+    out = " and out is None" if structured else ""
+    return f"    if _AC.EVER and _ACS.on{out}:\n        return _autocast(_op, {op.name}, {{{kw}}})\n"
+
+
+def _autocast_call(op, fn, kwargs):
+    from .amp import _policy
+    return _policy.call(op, fn, kwargs)
 
 
 def _autograd_record(op, fn, out, kwargs):

@@ -290,4 +290,9 @@ class _MissingDeviceModule(types.ModuleType):
     def __getattr__(self, attr):
         if attr.startswith("__"):
             raise AttributeError(attr)
+        if attr == "amp":     # torch.cuda.amp exists on a CPU-only build: its autocast warns and disables itself
+            from .amp._aliases import device_amp_module
+            mod = device_amp_module(self._device_type)
+            if mod is not None:
+                return mod
         raise not_available(self._device_type)

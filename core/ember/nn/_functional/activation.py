@@ -14,6 +14,7 @@ import math
 import warnings
 
 import ember
+from ..._autocast_state import autocast_function
 from ... import _dtype as D
 
 __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "gelu", "silu", "sigmoid", "tanh", "softmax",
@@ -170,6 +171,7 @@ def _softplus1(z):
     return z.clamp(min=0) + ember.log1p(ember.exp(-z.abs()))
 
 
+@autocast_function
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta * x)) / beta, reverting to x where beta * x > threshold; floating dtypes
     (matches torch.nn.functional.softplus)."""
@@ -242,6 +244,7 @@ def glu(input, dim=-1):
     return a * ember.sigmoid(b)
 
 
+@autocast_function
 def prelu(input, weight):
     """input where input > 0, else weight * input; ``weight`` has 1 element or one per channel
     (dim 1 of input) (matches torch.nn.functional.prelu)."""
@@ -292,6 +295,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return x - ember.logsumexp(x, dim, keepdim=True)
 
 
+@autocast_function
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-x) along ``dim`` (matches torch.nn.functional.softmin; ``dim=None`` as in softmax)."""
     if dim is None:

@@ -14,6 +14,7 @@ import math
 import warnings
 
 import ember
+from ..._autocast_state import autocast_function
 from ... import _dtype as D
 from .activation import softmax
 from .misc import dropout, linear, pad
@@ -26,6 +27,7 @@ def _dtype_name(d):
             "int64": "long int", "int32": "int", "bool": "bool"}.get(d.name, d.name)
 
 
+@autocast_function
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(query @ key^T * scale + mask) @ value, with dropout on the attention weights

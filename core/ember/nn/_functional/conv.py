@@ -12,6 +12,7 @@ from __future__ import annotations
 import numbers
 
 import ember
+from ..._autocast_state import autocast_function
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
 
@@ -99,6 +100,7 @@ def _conv2d(x, weight, bias, stride, padding, dilation, groups):
     return ember.conv2d(x, weight, bias, stride, padding, dilation, groups)
 
 
+@autocast_function
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution (cross-correlation) of ``input`` (N, C_in, H, W) or (C_in, H, W) with ``weight``
     (C_out, C_in / groups, kH, kW) plus ``bias`` (C_out,) -> (N, C_out, H_out, W_out) (matches
@@ -134,6 +136,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out if input.dim() == 4 else out.squeeze(0)
 
 
+@autocast_function
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of ``input`` (N, C_in, L) or (C_in, L) with ``weight`` (C_out, C_in / groups, k)
     plus ``bias`` -> (N, C_out, L_out) (matches torch.nn.functional.conv1d): conv2d over a height of 1.
@@ -167,6 +170,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out if input.dim() == 3 else out.squeeze(0)
 
 
+@autocast_function
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """2-D transposed convolution ("deconvolution") of ``input`` (N, C_in, H, W) or (C_in, H, W) with
     ``weight`` (C_in, C_out / groups, kH, kW) plus ``bias`` (C_out,) (matches
@@ -205,6 +209,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return out if input.dim() == 4 else out.squeeze(0)
 
 
+@autocast_function
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """1-D transposed convolution of (N, C_in, L) with weight (C_in, C_out / groups, k) (matches
     torch.nn.functional.conv_transpose1d): conv_transpose2d over a height of 1."""

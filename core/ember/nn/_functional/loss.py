@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 
 import ember
+from ..._autocast_state import autocast_function
 from ... import _dtype as D
 from .activation import log_softmax
 
@@ -83,6 +84,7 @@ def _check_weight(input, weight):
 
 
 # ----------------------------------------------------------------------------- regression
+@autocast_function
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error (input - target) ** 2; target broadcasts to input (with PyTorch's UserWarning
     when the sizes differ); ``weight`` (input's shape) scales each term and 'mean' then divides by its sum
@@ -98,6 +100,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _reduce(diff * diff, reduction)
 
 
+@autocast_function
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error |input - target| (matches torch.nn.functional.l1_loss; broadcasting,
     warning and ``weight`` as mse_loss)."""
@@ -112,6 +115,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce(diff, reduction)
 
 
+@autocast_function
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d ** 2 / beta where d = |input - target| < beta, else d - 0.5 beta; beta = 0 is l1_loss
     (matches torch.nn.functional.smooth_l1_loss).
@@ -130,6 +134,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(ember.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
 
 
+@autocast_function
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d ** 2 where d = |input - target| < delta, else delta (d - 0.5 delta); ``weight`` (input's
     shape) scales each term (matches torch.nn.functional.huber_loss).
@@ -197,6 +202,7 @@ def _nll_composite(input, target, weight, reduction, ignore_index):
     return loss.sum() / w.sum()
 
 
+@autocast_function
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log likelihood: -input[n, target[n]] * weight[target[n]], for log-probabilities
     ``input`` (C,), (N, C) or (N, C, d1, ...) and int64 class indices ``target`` (), (N,) or
@@ -214,6 +220,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _nll_composite(input, target, weight, r, ignore_index)
 
 
+@autocast_function
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
                   label_smoothing=0.0):
     """Cross entropy between ``input`` logits (C,), (N, C) or (N, C, d1, ...) and ``target`` given as
@@ -272,6 +279,7 @@ def _cross_entropy_probs(input, target, weight, reduction, label_smoothing, cdim
     return _reduce(loss, reduction)
 
 
+@autocast_function
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)) * weight for probabilities ``input`` in [0, 1], each log
     clamped to >= -100 as PyTorch does; ``weight`` broadcasts to the input
@@ -294,6 +302,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, reduction)
 
 
+@autocast_function
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
                                      pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target) computed stably from the logits; ``pos_weight``
@@ -318,6 +327,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, reduction)
 
 
+@autocast_function
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Kullback-Leibler divergence target * (log target - input) for log-probabilities ``input``
     (``target`` in log space too when ``log_target``); terms with target = 0 are 0
@@ -346,6 +356,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 # ----------------------------------------------------------------------------- less common
+@autocast_function
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input)) (matches torch.nn.functional.soft_margin_loss)."""
     if size_average is not None or reduce is not None:
@@ -354,6 +365,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     return _reduce(z.clamp(min=0) + ember.log1p(ember.exp(-z.abs())), reduction)
 
 
+@autocast_function
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
                      reduction="mean"):
     """Poisson negative log likelihood (matches torch.nn.functional.poisson_nll_loss)."""
@@ -386,6 +398,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@autocast_function
 def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     """1 - cos(x1, x2) for target 1, max(0, cos(x1, x2) - margin) for target -1
     (matches torch.nn.functional.cosine_embedding_loss)."""
@@ -400,6 +413,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     return _reduce(loss, reduction)
 
 
+@autocast_function
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
     """max(0, -target * (x1 - x2) + margin) (matches torch.nn.functional.margin_ranking_loss)."""
     if size_average is not None or reduce is not None:
@@ -407,6 +421,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
 
 
+@autocast_function
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """x for target 1, max(0, margin - x) for target -1 (matches torch.nn.functional.hinge_embedding_loss)."""
     if size_average is not None or reduce is not None:

@@ -11,6 +11,7 @@ import math
 import warnings
 
 import ember
+from ..._autocast_state import autocast_function
 from ... import _dtype as D
 from ..._ops._nn import linear as _linear
 
@@ -29,6 +30,7 @@ def linear(input, weight, bias=None):
     return _linear(input, weight, bias)
 
 
+@autocast_function
 def bilinear(input1, input2, weight, bias=None):
     """y_k = input1 @ weight[k] @ input2 + bias[k]; input1 (*, in1), input2 (*, in2), weight
     (out, in1, in2), bias (out,) -> (*, out) (matches torch.nn.functional.bilinear).
@@ -437,6 +439,7 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 
 # ----------------------------------------------------------------------------- distances
+@autocast_function
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along ``dim``; x1 and x2 broadcast
     (matches torch.nn.functional.cosine_similarity)."""
@@ -450,6 +453,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (x1 - x2 + eps).norm(p, -1, keepdim=keepdim)
 
 
+@autocast_function
 def pdist(input, p=2):
     """The p-norm distances between the rows of ``input`` (N, M), upper triangle flattened to
     (N (N - 1) / 2,) (matches torch.nn.functional.pdist)."""

@@ -7,6 +7,7 @@ updated in place, outside autograd, with the unbiased variance, as PyTorch does.
 from __future__ import annotations
 
 import ember
+from ..._autocast_state import autocast_function
 from ... import _dtype as D
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize",
@@ -117,6 +118,7 @@ def _normalized_dims(input, normalized_shape, name="normalized_shape"):
     return ns, tuple(range(input.dim() - k, input.dim()))
 
 
+@autocast_function
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalize over the last len(normalized_shape) dims of ``input`` (biased variance), then scale by
     ``weight`` and shift by ``bias`` (both of normalized_shape) (matches torch.nn.functional.layer_norm).
@@ -146,6 +148,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return out * weight if weight is not None else out
 
 
+@autocast_function
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     """Normalize ``input`` (N, C, *) over each of ``num_groups`` groups of C // num_groups channels (and
     the spatial dims), then apply the per-channel ``weight`` / ``bias`` (C,)
@@ -169,6 +172,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     return _affine(out, weight, bias, _channel_shape(input))
 
 
+@autocast_function
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """input / max(||input||_p, eps) along ``dim`` (matches torch.nn.functional.normalize)."""
     result = input / input.norm(p, dim, keepdim=True).clamp(min=eps)
