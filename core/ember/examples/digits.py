@@ -3,6 +3,7 @@
     python -m ember.examples.digits                        # MLP on cpu, the defaults below
     python -m ember.examples.digits --model cnn --device opencl --plot curve.png
     mpiexec -n 2 python -m ember.examples.digits --distributed   # DistributedDataParallel over MPI
+    python -m ember.examples.digits --device vdev:0 --data-parallel vdev:0,vdev:1   # nn.DataParallel
 
 The data is real and ships with scikit-learn (``sklearn.datasets.load_digits``: 1797 8x8
 grey-scale images of the digits 0-9, pixel values 0..16), so nothing is downloaded. It is
@@ -241,6 +242,9 @@ def parse_args(argv=None):
     p.add_argument("--distributed", action="store_true",
                    help="data-parallel training on every rank of an MPI job: mpiexec -n 2 python -m "
                         "ember.examples.digits --distributed (the global batch stays --batch-size)")
+    p.add_argument("--data-parallel", metavar="DEVICES", default=None,
+                   help="train through nn.DataParallel over these devices of one type, comma-separated (e.g. "
+                        "vdev:0,vdev:1; the model lives on the first, which --device must name)")
     p.add_argument("--verify-sync", action="store_true",
                    help="with --distributed: check after every step that all ranks hold bit-identical parameters")
     p.add_argument("--quantize", choices=("dynamic", "static", "qat"), default=None,
@@ -287,10 +291,17 @@ def main(argv=None) -> dict:
             dist.init_process_group("mpi")
         rank, world = dist.get_rank(), dist.get_world_size()
         trained = nn.parallel.DistributedDataParallel(model)
+    elif args.data_parallel:
+        devices = [usable_device(d.strip()) for d in args.data_parallel.split(",") if d.strip()]
+        if devices[0] != device:
+            raise SystemExit(f"digits: --data-parallel {args.data_parallel}: the first device must be --device "
+                             f"({device})")
+        trained = nn.DataParallel(model, device_ids=devices)
     if rank == 0:
         print(f"digits: {len(data[0])} train / {len(data[2])} test images, model {args.model} "
               f"({n_params} parameters) on {device}" + (f", {world} ranks (DistributedDataParallel)"
-                                                        if args.distributed else ""))
+                                                        if args.distributed else "")
+              + (f", DataParallel over {', '.join(map(str, trained.device_ids))}" if args.data_parallel else ""))
     _verify_in_sync.steps = 0
     history, opt, seconds = train(trained, data, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                                   seed=args.seed, augment=args.augment and args.model == "cnn",

@@ -1,4 +1,8 @@
-"""ember.nn.parallel: DistributedDataParallel (matches torch.nn.parallel)."""
+"""ember.nn.parallel: DataParallel and DistributedDataParallel, with DataParallel's building blocks
+(matches torch.nn.parallel)."""
+from .data_parallel import (DataParallel, data_parallel, gather, parallel_apply, replicate, scatter,
+                            scatter_kwargs)
 from .distributed import DistributedDataParallel
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel", "gather", "parallel_apply", "replicate",
+           "scatter", "scatter_kwargs"]
