@@ -84,9 +84,9 @@ def __getattr__(name):
     # or (for a known type whose plugin is missing) a module answering is_available() -> False.
     if name.startswith("_") or name in _SUBPACKAGES:   # a submodule not imported yet: no plugin lookup
         raise AttributeError(name)
-    if name == "ao":         # ember.ao (quantization) is imported on first use, as torch.ao is always there
+    if name in ("ao", "func"):      # imported on first use, as torch.ao / torch.func are always there
         import importlib
-        return importlib.import_module("ember.ao")
+        return importlib.import_module("ember." + name)
     mod = _lookup_device_module(name)
     if mod is not None:
         return mod

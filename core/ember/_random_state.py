@@ -133,8 +133,15 @@ def set_rng_state(new_state) -> None:
     _default("cpu").set_state(new_state)
 
 
+#: called (no arguments) by every random op before it draws, when set: ``ember.func.vmap`` with
+#: ``randomness="error"`` sets it to raise PyTorch's RuntimeError
+on_draw = None
+
+
 def resolve(generator, device):
     """The generator a random op on ``device`` uses: the given one (checked) or the device default."""
+    if on_draw is not None:
+        on_draw()
     if generator is None:
         return _registry.device_type(device.type).generator(device)
     if generator.device.type != device.type:

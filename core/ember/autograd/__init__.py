@@ -14,12 +14,12 @@ from .grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, i
 from .function import Function, FunctionCtx, once_differentiable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
-from . import functional
+from . import functional, forward_ad
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly",
            "set_detect_anomaly", "is_anomaly_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "functional",
-           "graph"]
+           "forward_ad", "graph"]
 
 
 def _as_tuple(x):

@@ -9,16 +9,27 @@ from __future__ import annotations
 
 import heapq
 import sys
+import threading
 
 from .._grad_state import STATE
 from .._tensor import Tensor
 from .graph import AccumulateGrad, grad_edge
 from . import _tensor_methods
 
-__all__ = ["run_backward"]
+__all__ = ["run_backward", "checkpoint_valid"]
 
 
 _NO_GRADS: dict = {}
+
+_passes = threading.local()                    # per thread: a stack, one flag per running backward pass
+
+
+def checkpoint_valid() -> bool:
+    """Whether the innermost running backward pass is a plain ``backward()`` (no ``inputs``, not
+    ``autograd.grad``): the reentrant checkpoint can only run inside such a pass (torch's
+    ``_is_checkpoint_valid``)."""
+    stack = getattr(_passes, "stack", None)
+    return not stack or stack[-1]
 
 
 def _add(a, b):
@@ -138,6 +149,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     prev_enabled = STATE.enabled
     STATE.enabled = create_graph
     STATE.update()
+    stack = _passes.__dict__.setdefault("stack", [])
+    stack.append(accumulate and inputs is None)
     try:
         while heap:
             _, node = heapq.heappop(heap)
@@ -199,6 +212,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                         if captured[i] is not None:
                             pending.append((inputs[i], captured[i], False))
     finally:
+        stack.pop()
         STATE.enabled = prev_enabled
         STATE.update()
     if accumulate:
