@@ -1,8 +1,9 @@
-"""ember.nn.parallel: DataParallel and DistributedDataParallel, with DataParallel's building blocks
+"""ember.nn.parallel: DataParallel, DistributedDataParallel and Pipe, with DataParallel's building blocks
 (matches torch.nn.parallel)."""
 from .data_parallel import (DataParallel, data_parallel, gather, parallel_apply, replicate, scatter,
                             scatter_kwargs)
 from .distributed import DistributedDataParallel
+from .pipe import Pipe
 
-__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel", "gather", "parallel_apply", "replicate",
+__all__ = ["DataParallel", "DistributedDataParallel", "Pipe", "data_parallel", "gather", "parallel_apply", "replicate",
            "scatter", "scatter_kwargs"]
