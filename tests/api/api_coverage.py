@@ -1,0 +1,163 @@
+"""Public-name coverage of PyTorch's namespaces by ember, generated from PyTorch 2.13 itself.
+
+    python tests/api/api_coverage.py            # print the table
+    python tests/api/api_coverage.py --write    # rewrite docs/api-coverage.md
+
+For each namespace (``torch``, ``torch.Tensor``, ``torch.nn.functional``, ``torch.linalg``, ...) the
+public names are those of ``dir()`` that do not start with ``_``, are callable and are not modules
+(so ``torch.float32`` or ``torch.nn.modules`` are not counted, ``torch.nn.Linear`` and ``torch.add``
+are). A name counts as present when the ember counterpart has an attribute of that name. Names ember
+leaves out on purpose are listed in ``ABSENT`` (fnmatch patterns) with the reason; every other missing
+name is listed as not implemented yet. tests/api/test_api_coverage.py checks that the committed
+document is what this script generates, so it cannot drift.
+"""
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import pathlib
+import sys
+import types
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "api-coverage.md"
+TORCH_VERSION = "2.13"
+
+#: (title, PyTorch object path, ember object path, issue whose target it is)
+NAMESPACES = [
+    ("torch", "torch", "ember", 18),
+    ("torch.Tensor", "torch.Tensor", "ember.Tensor", 18),
+    ("torch.nn.functional", "torch.nn.functional", "ember.nn.functional", 18),
+    ("torch.linalg", "torch.linalg", "ember.linalg", 18),
+    ("torch.fft", "torch.fft", "ember.fft", 18),
+    ("torch.special", "torch.special", "ember.special", 18),
+    ("torch.nn", "torch.nn", "ember.nn", 19),
+    ("torch.nn.init", "torch.nn.init", "ember.nn.init", 19),
+    ("torch.optim", "torch.optim", "ember.optim", 19),
+    ("torch.optim.lr_scheduler", "torch.optim.lr_scheduler", "ember.optim.lr_scheduler", 19),
+    ("torch.distributions", "torch.distributions", "ember.distributions", 19),
+    ("torch.amp", "torch.amp", "ember.amp", 19),
+    ("torch.autograd", "torch.autograd", "ember.autograd", 19),
+    ("torch.utils.data", "torch.utils.data", "ember.utils.data", 19),
+    ("torch.func", "torch.func", "ember.func", 19),
+    ("torch.random", "torch.random", "ember.random", 19),
+]
+
+#: names ember leaves out on purpose, per namespace: (fnmatch pattern, reason)
+ABSENT = {
+    "torch": [
+        ("cudnn_*", "cuDNN's private entry points; ember-cuda computes with cupy (docs/cuda.md)"),
+        ("miopen_*", "ROCm MIOpen's private entry points: no ROCm backend"),
+        ("mkldnn_*", "oneDNN's private entry points: ember-cpu computes with numpy / scipy"),
+        ("fbgemm_*", "FBGEMM's private entry points: quantized kernels are ember-quantized's (docs/architecture.md)"),
+        ("is_vulkan_available", "no Vulkan backend"),
+    ],
+    "torch.Tensor": [
+        ("to_mkldnn", "no oneDNN layout"),
+    ],
+}
+
+
+def _resolve(path):
+    """The object at dotted ``path`` (importing modules on the way), or None."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for p in parts[i:]:
+            obj = getattr(obj, p, None)
+            if obj is None:
+                return None
+        return obj
+    return None
+
+
+def public_names(obj) -> list:
+    """The public callable, non-module names of ``obj`` (sorted)."""
+    out = []
+    for n in dir(obj):
+        if n.startswith("_"):
+            continue
+        try:
+            v = getattr(obj, n)
+        except Exception:  # noqa: BLE001 - a lazy attribute that fails to load is not a public name
+            continue
+        if isinstance(v, types.ModuleType) or not callable(v):
+            continue
+        out.append(n)
+    return sorted(out)
+
+
+def _absent_reason(namespace, name):
+    for pattern, reason in ABSENT.get(namespace, ()):
+        if fnmatch.fnmatchcase(name, pattern):
+            return pattern, reason
+    return None
+
+
+def coverage() -> list:
+    """Per namespace: dict(title, issue, total, present, absent {pattern: (reason, [names])}, missing [names])."""
+    rows = []
+    for title, tpath, epath, issue in NAMESPACES:
+        tobj, eobj = _resolve(tpath), _resolve(epath)
+        names = public_names(tobj)
+        present, missing, absent = [], [], {}
+        for n in names:
+            if eobj is not None and hasattr(eobj, n):
+                present.append(n)
+                continue
+            why = _absent_reason(title, n)
+            if why is not None:
+                absent.setdefault(why[0], (why[1], []))[1].append(n)
+            else:
+                missing.append(n)
+        rows.append({"title": title, "issue": issue, "ember": epath, "total": len(names), "present": present,
+                     "absent": absent, "missing": missing})
+    return rows
+
+
+def render(rows) -> str:
+    """docs/api-coverage.md."""
+    out = ["# Coverage of PyTorch's public names", "",
+           f"Generated by `python tests/api/api_coverage.py --write` from PyTorch {TORCH_VERSION} — do not edit by "
+           "hand; `tests/api/test_api_coverage.py` fails when it is out of date.", "",
+           "A name is a public callable of the namespace (`dir()`, no leading underscore, not a module); it is "
+           "present when the ember counterpart has it. *Absent on purpose* names are left out with the reason; "
+           "*not yet* names are missing and counted against the target (issues 18 and 19: every name present "
+           "or absent on purpose; issue 19's namespaces at least 90 % present).", "",
+           "| namespace | ember | names | present | absent on purpose | not yet | present % |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        n_abs = sum(len(v[1]) for v in r["absent"].values())
+        pct = 100.0 * len(r["present"]) / r["total"] if r["total"] else 100.0
+        out.append(f"| `{r['title']}` | `{r['ember']}` | {r['total']} | {len(r['present'])} | {n_abs} | "
+                   f"{len(r['missing'])} | {pct:.1f} |")
+    for r in rows:
+        if not r["absent"] and not r["missing"]:
+            continue
+        out += ["", f"## `{r['title']}`", ""]
+        for pattern, (reason, names) in r["absent"].items():
+            out.append(f"- absent on purpose, `{pattern}` ({reason}): " + ", ".join(f"`{n}`" for n in names))
+        if r["missing"]:
+            out.append(f"- not yet ({len(r['missing'])}): " + ", ".join(f"`{n}`" for n in r["missing"]))
+    return "\n".join(out) + "\n"
+
+
+def main(argv) -> int:
+    import torch
+    if not torch.__version__.startswith(TORCH_VERSION):
+        print(f"PyTorch {TORCH_VERSION} is needed (found {torch.__version__})", file=sys.stderr)
+        return 2
+    text = render(coverage())
+    if "--write" in argv:
+        DOC.write_text(text, encoding="utf-8")
+        print(f"written: {DOC.relative_to(ROOT)}")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
