@@ -18,6 +18,8 @@ from ._dtype import (dtype, float16, half, bfloat16, float32, float64, double, i
 from ._dtype import bool, float, int  # noqa: A004 - PyTorch's names (ember.float is float32)
 from ._device import device, layout, strided
 from ._tensor import Tensor, Size, is_tensor
+from ._legacy import LEGACY_TYPES as _LEGACY_TYPES
+globals().update(_LEGACY_TYPES)       # FloatTensor, DoubleTensor, ... LongTensor, BoolTensor (legacy constructors)
 from ._allocator import UntypedStorage, OutOfMemoryError
 from ._random_state import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state, \
     default_generator
@@ -64,7 +66,7 @@ def numel(input) -> int:
 
 # submodules that are not device modules (``from . import nn`` asks __getattr__ before importing)
 _SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing",
-                          "sparse", "distributed", "profiler"})
+                          "sparse", "distributed", "profiler", "accelerator", "backends", "random", "hub", "onnx"})
 
 
 def _lookup_device_module(name):
@@ -108,3 +110,5 @@ from . import nn, optim, utils, multiprocessing, distributed  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401  (ember.sparse: mm, addmm, sum, softmax; kernels from ember-sparse)
 from . import profiler  # noqa: E402,F401  (ember.profiler.record_fallbacks() without an import, as torch.profiler)
+# the top-level conveniences PyTorch programs reach for without an import (torch.accelerator, torch.backends, ...)
+from . import accelerator, backends, random, hub, onnx  # noqa: E402,F401
