@@ -18,6 +18,8 @@ from ._dtype import (dtype, float16, half, bfloat16, float32, float64, double, i
 from ._dtype import bool, float, int  # noqa: A004 - PyTorch's names (ember.float is float32)
 from ._device import device, layout, strided
 from ._tensor import Tensor, Size, is_tensor
+from ._legacy import LEGACY_TYPES as _LEGACY_TYPES
+globals().update(_LEGACY_TYPES)       # FloatTensor, DoubleTensor, ... LongTensor, BoolTensor (legacy constructors)
 from ._allocator import UntypedStorage, OutOfMemoryError
 from ._random_state import Generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state, \
     default_generator
@@ -64,7 +66,8 @@ def numel(input) -> int:
 
 # submodules that are not device modules (``from . import nn`` asks __getattr__ before importing)
 _SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing",
-                          "sparse", "distributed", "profiler", "amp"})
+                          "sparse", "distributed", "profiler", "amp", "accelerator", "backends", "random", "hub",
+                          "onnx"})
 
 
 def _lookup_device_module(name):
@@ -114,3 +117,5 @@ from .amp.autocast_mode import (autocast, is_autocast_enabled, set_autocast_enab
                                 clear_autocast_cache, autocast_increment_nesting, autocast_decrement_nesting,
                                 is_autocast_cpu_enabled, set_autocast_cpu_enabled, get_autocast_cpu_dtype,
                                 set_autocast_cpu_dtype, get_autocast_gpu_dtype, set_autocast_gpu_dtype)
+# the top-level conveniences PyTorch programs reach for without an import (torch.accelerator, torch.backends, ...)
+from . import accelerator, backends, random, hub, onnx  # noqa: E402,F401

@@ -3,6 +3,11 @@
 A generator belongs to one device; its state object comes from that device's runtime
 (``DeviceRuntime.new_generator_state``), created lazily, and random kernels draw
 from it. ``ember.manual_seed`` seeds the default generator of every device.
+
+Seeds as in PyTorch: the cpu default generator starts from a seed drawn from the OS once per
+process (``ember.initial_seed()`` differs between processes; ``manual_seed`` makes runs
+repeatable); a new ``ember.Generator()`` and the default generators of the other devices start
+from the fixed ``DEFAULT_SEED``, as PyTorch's ``torch.Generator()`` and cuda generators do.
 """
 from __future__ import annotations
 
@@ -14,6 +19,10 @@ __all__ = ["Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", 
            "default_generator"]
 
 DEFAULT_SEED = 67280421310721  # PyTorch's default seed
+
+#: the cpu default generator's first seed in this process: 64 random bits from the OS (PyTorch's
+#: getNonDeterministicRandom), drawn when this module is imported
+PROCESS_SEED = _pyrandom.SystemRandom().getrandbits(64)
 
 
 class Generator:

@@ -147,6 +147,8 @@ class DeviceType:
             g = self.generators[dev.index] = _random_state.Generator(dev)
             if _random_state.last_manual_seed is not None:      # this plugin loaded after ember.manual_seed
                 g.manual_seed(_random_state.last_manual_seed)
+            elif self.name == "cpu":                            # random per process, as PyTorch's cpu default
+                g.manual_seed(_random_state.PROCESS_SEED)
             return g
 
 

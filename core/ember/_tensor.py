@@ -70,6 +70,23 @@ def _size_args(args, name):
     return shape
 
 
+def _sizes_kw(args, kwargs, name, key):
+    """The sizes of a method taking them as varargs or as one keyword (``view(2, 3)``,
+    ``view(size=(2, 3))``, as PyTorch's methods); TypeError for none, or for both forms."""
+    if kwargs:
+        if args or len(kwargs) > 1 or key not in kwargs:
+            bad = next((k for k in kwargs if k != key), key)
+            raise TypeError(f"{name}() got an unexpected keyword argument '{bad}'" if bad != key else
+                            f"{name}() got multiple values for argument '{key}'")
+        value = kwargs[key]
+        if isinstance(value, numbers.Integral):
+            raise TypeError(f"{name}(): argument '{key}' must be tuple of ints, not {type(value).__name__}")
+        return (value,)
+    if not args:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "{key}"')
+    return args
+
+
 def _infer_size(shape, numel):
     """Resolve one -1 in ``shape``; RuntimeError (PyTorch's message) when it cannot hold numel."""
     neg = [i for i, s in enumerate(shape) if s == -1]
@@ -134,7 +151,8 @@ class Tensor:
     A tensor is a view of an ``UntypedStorage``: ``shape``, ``stride()`` (in elements)
     and ``storage_offset()`` (in elements) say where its elements lie. Tensors made by
     view ops share their base's storage and version counter.
-    Construct tensors with ``ember.tensor``, ``ember.zeros``, ... rather than this class.
+    Construct tensors with ``ember.tensor``, ``ember.zeros``, ...; calling the class itself is
+    PyTorch's legacy constructor (``ember.Tensor(data)``, ``ember.Tensor(*sizes)``; see ``_legacy``).
     """
 
     # the hot attributes are slots, set by every constructor (_factory.empty_on, _view, detach,
@@ -154,8 +172,20 @@ class Tensor:
     _quantizer = None       # a quantized tensor's quantizer (ember._ops._quantized); views, clone, .to carry it
     __array_priority__ = 1000
 
+    def __new__(cls, *args, **kwargs):
+        # the legacy constructor (matches torch.Tensor(...)); ember's own code builds tensors with
+        # object.__new__, which does not come here
+        from ._legacy import legacy_new
+        t = legacy_new(None, args, kwargs)
+        if cls is not Tensor:             # a user's subclass: the same tensor, as an instance of cls
+            s = _new(cls)
+            s._storage, s._shape, s._stride, s._offset = t._storage, t._shape, t._stride, t._offset
+            s._dtype, s._device, s._native, s._vc = t._dtype, t._device, t._native, t._vc
+            return s
+        return t
+
     def __init__(self, *args, **kwargs):
-        raise TypeError("use ember.tensor(data), ember.empty(size), ... to create a tensor")
+        pass                              # everything happens in __new__
 
     # ------------------------------------------------------------ metadata
     @property
@@ -255,10 +285,69 @@ class Tensor:
         """Whether the tensor is on a cuda device."""
         return self._device.type == "cuda"
 
+    # the device-type flags of torch.Tensor: true when a plugin registered that device type and the
+    # tensor lives there (ember ships none of these types; a vendor plugin may)
+    is_xpu = property(lambda self: self._device.type == "xpu", doc="Whether the tensor is on an xpu device.")
+    is_mps = property(lambda self: self._device.type == "mps", doc="Whether the tensor is on an mps device.")
+    is_ipu = property(lambda self: self._device.type == "ipu", doc="Whether the tensor is on an ipu device.")
+    is_xla = property(lambda self: self._device.type == "xla", doc="Whether the tensor is on an xla device.")
+    is_maia = property(lambda self: self._device.type == "maia", doc="Whether the tensor is on a maia device.")
+    is_mtia = property(lambda self: self._device.type == "mtia", doc="Whether the tensor is on an mtia device.")
+    is_vulkan = property(lambda self: self._device.type == "vulkan", doc="Whether the tensor is on a vulkan device.")
+
     @property
     def is_sparse(self) -> bool:
         """Whether the layout is sparse_coo."""
         return self._layout.name == "sparse_coo"
+
+    @property
+    def is_sparse_csr(self) -> bool:
+        """Whether the layout is sparse_csr."""
+        return self._layout.name == "sparse_csr"
+
+    @property
+    def is_mkldnn(self) -> bool:
+        """Always False: ember has no mkldnn layout."""
+        return False
+
+    @property
+    def is_nested(self) -> bool:
+        """Always False: ember has no nested tensors."""
+        return False
+
+    def is_conj(self) -> bool:
+        """Always False: ember conjugates eagerly, it has no lazy conjugate bit (matches the value
+        torch.Tensor.is_conj gives after ``resolve_conj``)."""
+        return False
+
+    def is_neg(self) -> bool:
+        """Always False: ember has no lazy negative bit (torch.Tensor.is_neg)."""
+        return False
+
+    def is_same_size(self, other) -> bool:
+        """Whether ``other`` has the same shape (matches torch.Tensor.is_same_size)."""
+        return self._shape == other._shape
+
+    def is_set_to(self, tensor) -> bool:
+        """Whether both tensors view the same storage with the same offset, sizes and strides
+        (matches torch.Tensor.is_set_to)."""
+        return (self._storage is tensor._storage and self._offset == tensor._offset
+                and self._shape == tensor._shape and self._stride == tensor._stride)
+
+    def is_nonzero(self) -> bool:
+        """The truth of a one-element tensor (matches torch.Tensor.is_nonzero): RuntimeError "Boolean
+        value of Tensor with no values is ambiguous" for none, "... with more than one value ..." for
+        several."""
+        n = self.numel()
+        if n == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if n > 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return builtins.bool(self.item())
+
+    def is_distributed(self) -> bool:
+        """Always False (the torch.Tensor.is_distributed of an ordinary tensor)."""
+        return False
 
     @property
     def is_quantized(self) -> bool:
@@ -346,12 +435,15 @@ class Tensor:
                                    f"for storage of size {self._storage._nbytes}")
         return self._view(size, stride, offset)
 
-    def view(self, *shape):
-        """A view with a new shape (one size may be -1), or a view as another dtype of the same size.
+    def view(self, *shape, **kwargs):
+        """A view with a new shape (one size may be -1; sizes as varargs, one tuple or ``size=``), or
+        a view as another dtype of the same size.
 
         RuntimeError, in PyTorch's words, when the strides make a view impossible
         ("use .reshape(...) instead"). Matches torch.Tensor.view.
         """
+        if kwargs or not shape:
+            shape = _sizes_kw(shape, kwargs, "view", "size")
         if self._requires_grad and _AG.check:
             return _record_view("ViewBackward0", "reshape", Tensor.view, self, *shape)
         if len(shape) == 1 and shape[0].__class__ is list:      # view([2, 3]), as view((2, 3))
@@ -401,8 +493,11 @@ class Tensor:
         """``self.view(other.shape)``."""
         return self.view(other._shape)
 
-    def reshape(self, *shape):
-        """A view when the strides allow one, else a contiguous copy (matches torch.reshape)."""
+    def reshape(self, *shape, **kwargs):
+        """A view when the strides allow one, else a contiguous copy (sizes as varargs, one tuple or
+        ``shape=``; matches torch.reshape)."""
+        if kwargs or not shape:
+            shape = _sizes_kw(shape, kwargs, "reshape", "shape")
         if self._requires_grad and _AG.check:
             return _record_view("ViewBackward0", "reshape", Tensor.reshape, self, *shape)
         shape = _size_args(shape, "reshape")
@@ -450,7 +545,7 @@ class Tensor:
     @property
     def T(self):
         """All dims reversed."""
-        return self.permute(*reversed(range(len(self._shape))))
+        return self.permute(tuple(reversed(range(len(self._shape)))))
 
     @property
     def mT(self):
@@ -469,8 +564,11 @@ class Tensor:
         """The conjugate transpose of the last two dims (``mT``, conjugated for complex dtypes)."""
         return self.mT.conj() if self._dtype.is_complex else self.mT
 
-    def permute(self, *dims):
-        """A view with dims reordered; RuntimeError if ``dims`` is not a permutation."""
+    def permute(self, *dims, **kwargs):
+        """A view with dims reordered (varargs, one tuple or ``dims=``); RuntimeError if ``dims`` is
+        not a permutation."""
+        if kwargs or not dims:
+            dims = _sizes_kw(dims, kwargs, "permute", "dims")
         if self._requires_grad and _AG.check:
             return _record_view("PermuteBackward0", "permute", Tensor.permute, self, *dims)
         dims = _size_args(dims, "permute")
@@ -484,8 +582,11 @@ class Tensor:
             raise RuntimeError("permute(): duplicate dims are not allowed.")
         return self._view(tuple(self._shape[d] for d in dims), tuple(self._stride[d] for d in dims), self._offset)
 
-    def expand(self, *sizes):
-        """A view broadcasting size-1 dims to ``sizes`` (-1 keeps a size) with stride 0; matches torch.expand."""
+    def expand(self, *sizes, **kwargs):
+        """A view broadcasting size-1 dims to ``sizes`` (-1 keeps a size; varargs, one tuple or
+        ``size=``) with stride 0; matches torch.expand."""
+        if kwargs or not sizes:
+            sizes = _sizes_kw(sizes, kwargs, "expand", "size")
         if self._requires_grad and _AG.check:
             return _record_view("ExpandBackward0", "expand", Tensor.expand, self, *sizes)
         sizes = _size_args(sizes, "expand")

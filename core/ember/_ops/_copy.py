@@ -210,6 +210,8 @@ def _bind():
             name = dtype.split(".")[-1].replace("Tensor", "")
             inv = {v: k for k, v in D._TORCH_NAMES.items()}
             dtype = D._BY_NAME[inv[name]]
+        elif not isinstance(dtype, D.dtype):             # a legacy class: ember.DoubleTensor, ...
+            dtype = getattr(dtype, "dtype", dtype)
         return to(self, dtype)
     T.type = type_
     T.type_as = lambda self, other: to(self, other._dtype)

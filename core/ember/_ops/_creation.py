@@ -138,6 +138,20 @@ def frombuffer_bytes(raw: bytes):
     return from_numpy(np.frombuffer(bytes(raw), dtype=np.uint8).copy())
 
 
+def size_varargs(sizes, size, name):
+    """The size a factory got: as varargs (``zeros(2, 3)``, ``zeros((2, 3))``) or as the keyword
+    ``size=`` (``zeros(size=(2, 3))``), as PyTorch's factories take it. TypeError for neither or both."""
+    if size is not None:
+        if sizes:
+            raise TypeError(f"{name}() got multiple values for argument 'size'")
+        if isinstance(size, numbers.Integral):
+            raise TypeError(f"{name}(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+        return (size,)
+    if not sizes:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
+    return sizes
+
+
 def _factory_args(size, dtype, device, name):
     shape = _size_args(size, name)
     if any(s < 0 for s in shape):
@@ -146,10 +160,10 @@ def _factory_args(size, dtype, device, name):
     return shape, dtype or D.get_default_dtype(), _device(device)
 
 
-def empty(*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None,
-          out=None):
-    """An uninitialised tensor of ``size`` (matches torch.empty)."""
-    shape, dtype, dev = _factory_args(size, dtype, device, "empty")
+def empty(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+          memory_format=None, out=None):
+    """An uninitialised tensor of ``size`` (varargs, one sequence or ``size=``; matches torch.empty)."""
+    shape, dtype, dev = _factory_args(size_varargs(sizes, size, "empty"), dtype, device, "empty")
     return _finish(empty_on(shape, dtype, dev), requires_grad)
 
 
@@ -174,15 +188,15 @@ def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_gra
     return _finish(_filled(empty_on(shape, dtype, dev), fill_value), requires_grad)
 
 
-def zeros(*size, dtype=None, layout=None, device=None, requires_grad=False, out=None):
-    """A tensor of zeros (matches torch.zeros)."""
-    shape, dtype, dev = _factory_args(size, dtype, device, "zeros")
+def zeros(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """A tensor of zeros of ``size`` (varargs, one sequence or ``size=``; matches torch.zeros)."""
+    shape, dtype, dev = _factory_args(size_varargs(sizes, size, "zeros"), dtype, device, "zeros")
     return _finish(_filled(empty_on(shape, dtype, dev), 0), requires_grad)
 
 
-def ones(*size, dtype=None, layout=None, device=None, requires_grad=False, out=None):
-    """A tensor of ones (matches torch.ones)."""
-    shape, dtype, dev = _factory_args(size, dtype, device, "ones")
+def ones(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """A tensor of ones of ``size`` (varargs, one sequence or ``size=``; matches torch.ones)."""
+    shape, dtype, dev = _factory_args(size_varargs(sizes, size, "ones"), dtype, device, "ones")
     return _finish(_filled(empty_on(shape, dtype, dev), 1), requires_grad)
 
 
@@ -283,17 +297,23 @@ def eye(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False,
 def _bind():
     from .._tensor import Tensor as T
 
-    def new_empty(self, size, *, dtype=None, device=None, requires_grad=False):
-        """``empty(size)`` with self's dtype and device unless given (matches torch.Tensor.new_empty)."""
-        return empty(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+    def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+        """``empty(size)`` with self's dtype and device unless given; sizes as varargs, one sequence
+        or ``size=`` (matches torch.Tensor.new_empty)."""
+        return empty(*size_varargs(sizes, size, "new_empty"), dtype=dtype or self._dtype,
+                     device=device or self._device, requires_grad=requires_grad)
 
-    def new_zeros(self, size, *, dtype=None, device=None, requires_grad=False):
-        """``zeros(size)`` with self's dtype and device unless given."""
-        return zeros(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+    def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+        """``zeros(size)`` with self's dtype and device unless given; sizes as varargs, one sequence
+        or ``size=``."""
+        return zeros(*size_varargs(sizes, size, "new_zeros"), dtype=dtype or self._dtype,
+                     device=device or self._device, requires_grad=requires_grad)
 
-    def new_ones(self, size, *, dtype=None, device=None, requires_grad=False):
-        """``ones(size)`` with self's dtype and device unless given."""
-        return ones(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+    def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+        """``ones(size)`` with self's dtype and device unless given; sizes as varargs, one sequence
+        or ``size=``."""
+        return ones(*size_varargs(sizes, size, "new_ones"), dtype=dtype or self._dtype,
+                    device=device or self._device, requires_grad=requires_grad)
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         """``full(size, fill_value)`` with self's dtype and device unless given."""

@@ -221,11 +221,11 @@ _INVALID = ("only integers, slices (`:`), ellipsis (`...`), None and long or byt
 
 def _seq_as_tuple(seq):
     """PyTorch's (and old numpy's) rule: a short list holding a slice, None, Ellipsis, a tensor
-    or a sequence is a tuple of indices (PyTorch warns that this is deprecated)."""
+    or a sequence (a ``range`` too) is a tuple of indices (PyTorch warns that this is deprecated)."""
     if len(seq) >= 32:
         return False
     for x in seq:
-        if x is None or x is Ellipsis or isinstance(x, (slice, Tensor, list, tuple, np.ndarray)):
+        if x is None or x is Ellipsis or isinstance(x, (slice, Tensor, list, tuple, np.ndarray, range)):
             return True
     return False
 
@@ -279,7 +279,7 @@ def _classify(self, item):
         return "adv", item
     if isinstance(item, np.ndarray) and item.ndim == 0:
         return _classify(self, item.item()) if item.dtype.kind in "biu" else _classify(self, item[()])
-    if isinstance(item, (list, tuple, np.ndarray)):
+    if isinstance(item, (list, tuple, np.ndarray, range)):       # a range is a list of ints, as in PyTorch
         return _classify(self, _to_index_tensor(item, self._device))
     if isinstance(item, str):
         raise TypeError(f"new(): invalid data type 'str'")

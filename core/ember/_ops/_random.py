@@ -22,7 +22,7 @@ from .._dispatch import declare
 from .._factory import empty_on
 from .._random_state import resolve
 from .._tensor import Tensor
-from ._creation import _factory_args, _finish
+from ._creation import _factory_args, _finish, size_varargs
 from ._meta import broadcast_shapes, check_tensor, same_device
 from . import _random_composites as _RC   # composites over the uniform primitive
 
@@ -309,22 +309,22 @@ def _into(shape, dtype, dev, out):
     return out
 
 
-def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+def rand(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
          requires_grad=False):
     """A tensor of ``size`` with samples of U[0, 1) (matches torch.rand).
 
     dtype: the default dtype unless given (floating or complex; NotImplementedError
     otherwise). ``size`` as varargs or one sequence; RuntimeError for a negative size.
     """
-    t = _new(size, dtype, device, out, "rand")
+    t = _new(size_varargs(sizes, size, "rand"), dtype, device, out, "rand")
     return _finish(uniform_(t, 0.0, 1.0, generator=generator), requires_grad)
 
 
-def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
+def randn(*sizes, size=None, generator=None, out=None, dtype=None, layout=None, device=None, pin_memory=False,
           requires_grad=False):
     """A tensor of ``size`` with standard normal samples (matches torch.randn; complex dtypes get
     real and imaginary parts with variance 1/2 each)."""
-    t = _new(size, dtype, device, out, "randn")
+    t = _new(size_varargs(sizes, size, "randn"), dtype, device, out, "randn")
     return _finish(normal_(t, 0.0, 1.0, generator=generator), requires_grad)
 
 

@@ -353,12 +353,13 @@ _repeat = declare("repeat(Tensor self, int[] repeats) -> Tensor", _repeat_meta, 
                   doc="Tensor repeated along each dim.")
 
 
-def repeat(self, *sizes):
-    """The tensor repeated ``sizes[i]`` times along dim i; leading dims are added when ``sizes`` is
-    longer than ``self.dim()`` (matches torch.Tensor.repeat). Always a copy. RuntimeError "Number of
-    dimensions of repeat dims can not be smaller than number of dimensions of tensor"."""
-    if not sizes:
-        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+def repeat(self, *sizes, **kwargs):
+    """The tensor repeated ``sizes[i]`` times along dim i (varargs, one sequence or ``repeats=``);
+    leading dims are added when ``sizes`` is longer than ``self.dim()`` (matches
+    torch.Tensor.repeat). Always a copy. RuntimeError "Number of dimensions of repeat dims can not
+    be smaller than number of dimensions of tensor"."""
+    from .._tensor import _sizes_kw
+    sizes = _sizes_kw(sizes, kwargs, "repeat", "repeats")
     if len(sizes) == 1 and isinstance(sizes[0], Tensor):
         raise TypeError("repeat(): argument 'repeats' (position 1) must be tuple of ints, not Tensor")
     return _repeat(self, _size_args(sizes, "repeat"))
@@ -730,10 +731,24 @@ def ravel(input):
     return _reshape(input, (-1,))
 
 
+def _method_dims(fn, name):
+    """The method form of ``fn(input, dims)``, which takes ``dims`` as varargs too (``x.flip(0, 1)``,
+    ``x.tile(2, 1)``, as torch.Tensor.flip / tile do) or as ``dims=``."""
+    from .._tensor import _sizes_kw
+
+    def method(self, *dims, **kwargs):
+        dims = _sizes_kw(dims, kwargs, name, "dims")
+        return fn(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], numbers.Integral) else dims)
+    method.__name__ = name
+    method.__doc__ = fn.__doc__
+    return method
+
+
 def _bind():
     T = Tensor
     T.repeat = repeat
-    for name in ("flip", "fliplr", "flipud", "roll", "rot90", "tile", "repeat_interleave", "tril", "triu", "tril_",
+    T.flip, T.tile = _method_dims(flip, "flip"), _method_dims(tile, "tile")
+    for name in ("fliplr", "flipud", "roll", "rot90", "repeat_interleave", "tril", "triu", "tril_",
                  "triu_", "diff", "broadcast_to", "ravel", "adjoint", "hsplit", "vsplit", "dsplit"):
         setattr(T, name, globals()[name])
 

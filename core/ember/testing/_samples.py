@@ -216,7 +216,7 @@ def shape_samples(op, device, dtype, requires_grad=False, cases=(), low=None, hi
             x = make_tensor(shape, device=device, dtype=dtype, low=low, high=high, noncontiguous=True, seed=seed)
         elif layout == "transposed":
             x = make_tensor(tuple(reversed(shape)), device=device, dtype=dtype, low=low, high=high,
-                            seed=seed).permute(*reversed(range(len(shape))))
+                            seed=seed).permute(tuple(reversed(range(len(shape)))))
         else:
             x = make_tensor(shape, device=device, dtype=dtype, low=low, high=high, seed=seed)
         yield SampleInput(with_grad(x, requires_grad), tuple(args), dict(kw), name=name)

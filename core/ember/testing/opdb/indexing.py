@@ -29,7 +29,7 @@ class _Mk:
     def __call__(self, shape, *, t=False, nc=False, dtype=None, low=None, high=None, grad=True):
         kw = dict(device=self.device, dtype=dtype or self.dtype, seed=self.seed(), low=low, high=high)
         if t:
-            x = make_tensor(tuple(reversed(shape)), **kw).permute(*reversed(range(len(shape))))
+            x = make_tensor(tuple(reversed(shape)), **kw).permute(tuple(reversed(range(len(shape)))))
         elif nc:
             x = make_tensor(shape, noncontiguous=True, **kw)
         else:

@@ -19,7 +19,7 @@ class _Mk:
         self.k += 1
         kw = dict(device=self.device, dtype=dtype or self.dtype, seed=seed_for(self.op, self.dtype, self.k))
         if t:
-            x = make_tensor(tuple(reversed(shape)), **kw).permute(*reversed(range(len(shape))))
+            x = make_tensor(tuple(reversed(shape)), **kw).permute(tuple(reversed(range(len(shape)))))
         elif nc:
             x = make_tensor(shape, noncontiguous=True, **kw)
         elif sl:
