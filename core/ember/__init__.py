@@ -28,6 +28,7 @@ from ._ops import MODULES as _OP_MODULES
 from . import library, plugins, memory, ops, linalg, return_types, _registry
 from . import _interop
 from ._interop import from_dlpack
+from ._linalg_toplevel import *  # noqa: F401,F403,E402 - torch.det, torch.svd, torch.trace, ... (over ember.linalg)
 from ._parallel import set_num_threads, get_num_threads  # noqa: F401
 from ._printing import set_printoptions, get_printoptions, printoptions
 

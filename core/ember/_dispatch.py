@@ -17,7 +17,8 @@ optionally, a composite. Calling it runs
 
 Resolution order for a key, cached per (op, key):
 exact key -> (device, layout, ANY dtype) -> (ANY device, layout, dtype) ->
-(ANY device, layout, ANY dtype) -> the op's composite -> the device type's fallback
+(ANY device, layout, ANY dtype) -> the op's composite (reported as 'fallback' when it is a declared host
+path, ``composite.host_path``) -> the device type's fallback
 -> NotImplementedError naming the op, the key, the installed plugins and the keys
 that do have kernels.
 """
@@ -153,7 +154,9 @@ class OpDef:
                 return e.fn
         if self.composite is not None:
             fn = self.cache[key] = _below_autograd(self.composite)
-            self.sources[key] = "composite"
+            # a composite marked ``host_path`` (ember.linalg's decompositions) copies to the host and runs LAPACK
+            # there: it is reported as a fallback, never as the device's own computation
+            self.sources[key] = "fallback" if getattr(self.composite, "host_path", False) else "composite"
             return fn
         dtype_ = _registry.device_types.get(dev)
         if dtype_ is not None and dtype_.fallback is not None:

@@ -2,7 +2,9 @@
 
 ``vector_norm``, ``matrix_norm`` and ``norm`` are ops with kernels per device (declared
 here, when ember is imported); ``matmul`` and ``vecdot`` are the products of
-``ember._ops._linalg``. Names, signatures, result dtypes and error messages follow
+``ember._ops._linalg``. The decompositions, solvers and matrix functions (det, inv, solve,
+cholesky, qr, eigh, svd, lu, ...) come from ``_linalg_api`` (ops declared in
+``_linalg_decomp``). Names, signatures, result dtypes and error messages follow
 torch.linalg.
 """
 from __future__ import annotations
@@ -17,7 +19,10 @@ from ._tensor import Tensor, _wrap_dim
 from ._ops._meta import broadcast_shapes, check_tensor, reduce_dims, reduced_shape
 from ._ops._linalg import matmul, _check_pair, _conj, _finish, _key, _tn
 
-__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul"]
+from . import _linalg_api
+from ._linalg_api import *  # noqa: F401,F403 - the decompositions, solvers and matrix functions
+
+__all__ = ["vector_norm", "matrix_norm", "norm", "vecdot", "matmul"] + _linalg_api.__all__
 
 
 def _norm_dtype_checks(op, x, dtype):

@@ -16,7 +16,9 @@ from __future__ import annotations
 import collections
 
 __all__ = ["max", "min", "aminmax", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
-           "cummin"]
+           "cummin", "slogdet", "qr", "svd", "geqrf", "lu_unpack", "triangular_solve", "linalg_slogdet",
+           "linalg_inv_ex", "linalg_solve_ex", "linalg_cholesky_ex", "linalg_qr", "linalg_eigh", "linalg_eig",
+           "linalg_svd", "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu", "linalg_lstsq", "linalg_ldl_factor", "linalg_ldl_factor_ex"]
 
 
 def _make(name, fields):
@@ -43,3 +45,25 @@ nanmedian = _make("nanmedian", ["values", "indices"])
 mode = _make("mode", ["values", "indices"])
 cummax = _make("cummax", ["values", "indices"])
 cummin = _make("cummin", ["values", "indices"])
+
+# linear algebra (ember.linalg and the top-level decompositions)
+slogdet = _make("slogdet", ["sign", "logabsdet"])
+qr = _make("qr", ["Q", "R"])
+svd = _make("svd", ["U", "S", "V"])
+geqrf = _make("geqrf", ["a", "tau"])
+lu_unpack = _make("lu_unpack", ["P", "L", "U"])
+triangular_solve = _make("triangular_solve", ["solution", "cloned_coefficient"])
+linalg_slogdet = _make("linalg_slogdet", ["sign", "logabsdet"])
+linalg_inv_ex = _make("linalg_inv_ex", ["inverse", "info"])
+linalg_solve_ex = _make("linalg_solve_ex", ["result", "info"])
+linalg_cholesky_ex = _make("linalg_cholesky_ex", ["L", "info"])
+linalg_qr = _make("linalg_qr", ["Q", "R"])
+linalg_eigh = _make("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_eig = _make("linalg_eig", ["eigenvalues", "eigenvectors"])
+linalg_svd = _make("linalg_svd", ["U", "S", "Vh"])
+linalg_lu_factor = _make("linalg_lu_factor", ["LU", "pivots"])
+linalg_lu_factor_ex = _make("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+linalg_lu = _make("linalg_lu", ["P", "L", "U"])
+linalg_lstsq = _make("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+linalg_ldl_factor = _make("linalg_ldl_factor", ["LD", "pivots"])
+linalg_ldl_factor_ex = _make("linalg_ldl_factor_ex", ["LD", "pivots", "info"])

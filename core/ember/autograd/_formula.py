@@ -6,8 +6,9 @@ A formula is a Python expression over these names (as PyTorch's derivatives.yaml
   argument named in any formula is *saved* (with its version) when the op is recorded;
 * ``<arg>_shape``: the shape of a tensor argument, recorded without saving the tensor;
 * ``grad`` (the gradient of output 0) and ``grads`` (all output gradients, zeros for
-  outputs that got none), ``result`` (output 0) and ``result0``, ``result1``, ... and the
-  schema's return names (``values``, ``indices``): outputs named in a formula are saved;
+  outputs that got none; ``grads_defined`` says which were given), ``result`` (output 0)
+  and ``result0``, ``result1``, ... and the schema's return names (``values``,
+  ``indices``): outputs named in a formula are saved;
 * the helpers of ``derivatives._helpers`` and every ``ember`` function.
 
 The formula for a ``Tensor[]`` argument returns a list. Gradients are summed over
@@ -41,7 +42,7 @@ class Derivative:
         returns = [r.name for r in schema.returns]
         outs = {"result": 0, **{f"result{i}": i for i in range(len(returns))},
                 **{n: i for i, n in enumerate(returns) if n}}
-        known = set(self.tensor_args) | set(self.scalar_args) | {"grad", "grads"} | set(outs) | \
+        known = set(self.tensor_args) | set(self.scalar_args) | {"grad", "grads", "grads_defined"} | set(outs) | \
             {f"{a}_shape" for a in self.tensor_args}
         self.formulas = {}
         used = set()
@@ -118,6 +119,7 @@ class FormulaNode(Node):
                 if v is not None:
                     env[n] = v.unpack(self)
         om = self.output_meta
+        env["grads_defined"] = [g is not None for g in grads]
         if om is not None and any(g is None for g in grads):
             grads = list(grads)
             for i, g in enumerate(grads):

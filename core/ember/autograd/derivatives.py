@@ -222,9 +222,14 @@ def register(op_name, formulas: dict, *, name=None, nondiff_outputs=(), namespac
 
 
 def install():
-    """Compile the table into every declared op's ``OpDef.autograd``."""
+    """Compile the table into every declared op's ``OpDef.autograd`` (and ember.linalg's decompositions, whose
+    formulas live in ``_linalg_formulas``)."""
+    from . import _linalg_formulas
     ns = _namespace()
     for op_name, entry in DERIVATIVES.items():
         entry = dict(entry)
         name = entry.pop("name", None)
         register(op_name, entry, name=name, namespace=ns)
+    ns = {**ns, **_linalg_formulas.HELPERS}
+    for op_name, (formulas, nondiff) in _linalg_formulas.LINALG_DERIVATIVES.items():
+        register(op_name, formulas, nondiff_outputs=nondiff, namespace=ns)

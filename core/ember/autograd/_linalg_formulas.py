@@ -1,0 +1,289 @@
+"""Derivatives of ember.linalg's decompositions and solvers (the ops of ``_linalg_decomp``).
+
+The formulas are PyTorch's (derivatives.yaml and FunctionsManual.cpp: ``linalg_det_backward``,
+``slogdet_backward``, ``cholesky_backward``, ``linalg_qr_backward``, ``linalg_eig_backward``,
+``svd_backward``, ``linalg_lu_backward``, ``linalg_solve_triangular_backward``, the block-matrix
+rule of ``differential_analytic_matrix_function`` for matrix_exp), rewritten with ember ops so
+every device gets them and they can be differentiated again. Real dtypes are the tested case;
+complex forward values work, complex gradients are another task (the formulas use ``mH``,
+but the gauge terms of complex eigh / svd are not added).
+
+Known limits: ``det`` of a singular matrix has an inf / NaN gradient (PyTorch switches to an
+SVD-based formula there); ``lu_factor`` is differentiable for square matrices only.
+"""
+from __future__ import annotations
+
+__all__ = ["LINALG_DERIVATIVES"]
+
+
+def _e():
+    import ember
+    return ember
+
+
+def _c(x):
+    """conj(x) for complex ``x``, x itself otherwise."""
+    from .._ops._linalg_composites import conj
+    return conj(x)
+
+
+def _h(x):
+    """The conjugate transpose (``mH``) written with ember's exact conj, for complex tensors too."""
+    return _c(x.mT)
+
+
+def _mat(x):
+    return x.unsqueeze(-1).unsqueeze(-1)
+
+
+def _diag_embed(v):
+    """(*, n) -> (*, n, n) with ``v`` on the diagonal (differentiable)."""
+    ember = _e()
+    n = v._shape[-1]
+    return v.unsqueeze(-1) * ember.eye(n, dtype=v._dtype, device=v._device)
+
+
+def _eye_like(x):
+    ember = _e()
+    return ember.eye(x._shape[-1], dtype=x._dtype, device=x._device)
+
+
+def _solve(A, B):
+    from .. import _linalg_decomp as K
+    return K.linalg_solve_ex(A, B)[0]
+
+
+def _inv(A):
+    from .. import _linalg_decomp as K
+    return K.linalg_inv_ex(A)[0]
+
+
+def _trsolve(A, B, upper, left=True, unitriangular=False):
+    from ..linalg import solve_triangular
+    return solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular)
+
+
+# ---------------------------------------------------------------- determinants and inverses
+def det_grad(grad, A, result):
+    """d det(A) = det(A) tr(A^-1 dA)  ->  gA = conj(g det) A^-H."""
+    return _mat(grad * _c(result)) * _h(_inv(A))
+
+
+def slogdet_grad(grads, A):
+    """d log|det A| = re tr(A^-1 dA)  ->  gA = g A^-H (the sign is piecewise constant for real A)."""
+    return _mat(grads[1]).to(A._dtype) * _h(_inv(A))
+
+
+def inv_grad(grad, result):
+    """d A^-1 = -A^-1 dA A^-1  ->  gA = -A^-H g A^-H."""
+    Ainv_h = _h(result)
+    return -(Ainv_h @ grad @ Ainv_h)
+
+
+def solve_grads(grad, A, X, which):
+    """X = A^-1 B: gB = A^-H g, gA = -gB X^H."""
+    gB = _solve(_h(A), grad)
+    return gB if which == "B" else -(gB @ _h(X))
+
+
+def cholesky_grad(grad, L, upper):
+    """A = L L^H: gA = L^-H sym(tril(L^H gL)) L^-1 with the diagonal halved (PyTorch's cholesky_backward)."""
+    if upper:
+        L, grad = _h(L), _h(grad)
+    M = (_h(L) @ grad).tril()
+    M = 0.5 * (M + _h(M.tril(-1)))
+    gA = _trsolve(_h(L), M, upper=True)
+    return _trsolve(L, gA, upper=False, left=False)
+
+
+def _copyltu(M):
+    """The Hermitian matrix whose lower triangle (and real diagonal) is M's."""
+    low = M.tril(-1)
+    return low + _h(low) + _diag_embed(M.diagonal(0, -2, -1))
+
+
+def _qr_grad_tall(Q, R, gQ, gR):
+    """m >= n (reduced): gA = (gQ + Q copyltu(R gR^H - gQ^H Q)) R^-H."""
+    M = R @ _h(gR) - _h(gQ) @ Q
+    b = gQ + Q @ _copyltu(M)
+    return _trsolve(_h(R), b, upper=False, left=False)
+
+
+def qr_grad(grads, A, Q, R, mode):
+    gQ, gR = grads
+    m, n = A._shape[-2:]
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use "
+                           "linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr.")
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+    if m >= n:
+        return _qr_grad_tall(Q, R, gQ, gR)
+    # m < n: A = [X | Y], X = Q U with U = R[:, :m] square; Y = Q V. gY = Q gV and Y's dependence on Q adds Y gV^H
+    ember = _e()
+    U, V = R[..., :, :m], R[..., :, m:]
+    gU, gV = gR[..., :, :m], gR[..., :, m:]
+    Y = A[..., :, m:]
+    gX = _qr_grad_tall(Q, U, gQ + Y @ _h(gV), gU)
+    return ember.cat([gX, Q @ gV], -1)
+
+
+def eigh_grad(grads, grads_defined, L, V):
+    """A = V diag(L) V^H: gA = V (diag(gL) + skew(V^H gV) / E) V^H, E_ij = L_j - L_i (linalg_eig_backward)."""
+    gL, gV = grads
+    if not grads_defined[1]:
+        return V @ _diag_embed(gL.to(V._dtype)) @ _h(V)
+    VhgV = _h(V) @ gV
+    VhgV = 0.5 * (VhgV - _h(VhgV))
+    E = L.unsqueeze(-2) - L.unsqueeze(-1)
+    E = E + _eye_like(E)
+    inner = VhgV / E.to(V._dtype)
+    if grads_defined[0]:
+        inner = inner + _diag_embed(gL.to(V._dtype))
+    return V @ inner @ _h(V)
+
+
+def eig_grad(grads, grads_defined, L, V):
+    """General A = V diag(L) V^-1: gA = V^-H (diag(gL*) + (V^H gV - V^H V re diag(V^H gV)) / E*) V^H
+    (linalg_eig_backward, non-Hermitian case); the gradient of a real A is the real part."""
+    gL, gV = grads
+    Lc = _c(L)
+    ember = _e()
+    if grads_defined[1]:
+        VhgV = _h(V) @ gV
+        d = VhgV.diagonal(0, -2, -1).to(L._dtype.to_real)   # the real part (a complex -> real copy)
+        VhgV = VhgV - _h(V) @ (V * d.unsqueeze(-2).to(V._dtype))
+        E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
+        E = E + _eye_like(E)
+        inner = VhgV / E
+        inner = inner - _diag_embed(inner.diagonal(0, -2, -1))
+    else:
+        inner = ember.zeros_like(V)
+    if grads_defined[0]:
+        inner = inner + _diag_embed(gL)
+    return _solve(_h(V), inner @ _h(V))
+
+
+def eig_real_grad(grads, grads_defined, A, L, V):
+    g = eig_grad(grads, grads_defined, L, V)
+    return g if A._dtype.is_complex else g.to(A._dtype)
+
+
+def svd_grad(grads, grads_defined, A, U, S, Vh, full_matrices):
+    """A = U diag(S) Vh (PyTorch's svd_backward): with skew(X) = X - X^H and E_ij = S_j^2 - S_i^2,
+    gA = U [(skew(U^H gU) S + S skew(V^H gV)) / E + diag(gS)] Vh plus the terms of U / V outside the span."""
+    ember = _e()
+    gU, gS, gVh = grads
+    dU, dS, dV = grads_defined
+    m, n = A._shape[-2:]
+    k = S._shape[-1]
+    if full_matrices and m != n:
+        U, gU = U[..., :, :k], gU[..., :, :k]
+        Vh, gVh = Vh[..., :k, :], gVh[..., :k, :]
+    dt = A._dtype
+    if not dU and not dV:
+        return (U * gS.unsqueeze(-2).to(dt)) @ Vh
+    V, gV = _h(Vh), _h(gVh)
+    Sd = S.to(dt)
+    S2 = S * S
+    E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
+    E = (E + _eye_like(E)).to(dt)
+    inner = ember.zeros(U._shape[:-2] + (k, k), dtype=dt, device=A._device)
+    if dU:
+        UhgU = _h(U) @ gU
+        inner = inner + (UhgU - _h(UhgU)) * Sd.unsqueeze(-2)
+    if dV:
+        VhgV = _h(V) @ gV
+        inner = inner + Sd.unsqueeze(-1) * (VhgV - _h(VhgV))
+    inner = inner / E
+    inner = inner - _diag_embed(inner.diagonal(0, -2, -1))
+    if dS:
+        inner = inner + _diag_embed(gS.to(dt))
+    if m > k and dU:
+        gA = U @ inner
+        gUS = gU / Sd.unsqueeze(-2)
+        gA = gA + gUS - U @ (_h(U) @ gUS)
+        gA = gA @ Vh
+    elif n > k and dV:
+        gA = inner @ Vh
+        gVS = gV / Sd.unsqueeze(-2)
+        gA = gA + _h(gVS - V @ (_h(V) @ gVS))
+        gA = U @ gA
+    else:
+        gA = U @ inner @ Vh
+    return gA
+
+
+def lu_factor_grad(grad, A, LU, pivots):
+    """Square A = P L U: gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H (PyTorch's linalg_lu_backward)."""
+    from ..linalg import lu_unpack
+    m, n = A._shape[-2:]
+    if m != n:
+        raise NotImplementedError("ember: the derivative of lu_factor is implemented for square matrices only")
+    P, L, U = lu_unpack(LU, pivots)
+    gL, gU = grad.tril(-1), grad.triu()
+    phi = (_h(L) @ gL).tril(-1) + (gU @ _h(U)).triu()
+    x = _trsolve(_h(L), phi, upper=True, unitriangular=True)
+    x = _trsolve(_h(U), x, upper=False, left=False)
+    return P @ x
+
+
+def lu_solve_grads(grad, LU, pivots, B, result, adjoint, which):
+    """X = A^-1 B (A^-H B when ``adjoint``), A = P L U: gB by one more solve; gLU from gA = -gB X^H (or -X gB^H)
+    pushed through A = P L U: gL = tril(P^T gA U^H, -1), gU = triu(L^H P^T gA)."""
+    from ..linalg import lu_solve, lu_unpack
+    gB = lu_solve(LU, pivots, grad, adjoint=not adjoint)
+    if which == "B":
+        return gB
+    gA = -(result @ _h(gB)) if adjoint else -(gB @ _h(result))
+    P, L, U = lu_unpack(LU, pivots)
+    PtgA = P.mT @ gA
+    return (PtgA @ _h(U)).tril(-1) + (_h(L) @ PtgA).triu()
+
+
+def solve_triangular_grads(grad, A, result, upper, unitriangular, which):
+    """X = A^-1 B, A triangular: gB = A^-H g (triangular solve), gA = -gB X^H restricted to A's triangle."""
+    gB = _trsolve(_h(A), grad, upper=not upper, unitriangular=unitriangular)
+    if which == "B":
+        return gB
+    gA = -(gB @ _h(result))
+    gA = gA.triu() if upper else gA.tril()
+    if unitriangular:
+        gA = gA - _diag_embed(gA.diagonal(0, -2, -1))
+    return gA
+
+
+def matrix_exp_grad(grad, A):
+    """d exp(A)[dA] is the upper-right block of exp([[A, dA], [0, A]]); the adjoint uses A^H:
+    gA = exp([[A^H, g], [0, A^H]])[:n, n:]."""
+    ember = _e()
+    from .. import _linalg_decomp as K
+    n = A._shape[-1]
+    Ah = _h(A)
+    top = ember.cat([Ah, grad], -1)
+    bottom = ember.cat([ember.zeros_like(Ah), Ah], -1)
+    return K.linalg_matrix_exp(ember.cat([top, bottom], -2))[..., :n, n:]
+
+
+HELPERS = {f.__name__: f for f in (det_grad, slogdet_grad, inv_grad, solve_grads, cholesky_grad, qr_grad, eigh_grad,
+                                    eig_real_grad, svd_grad, lu_factor_grad, lu_solve_grads, solve_triangular_grads,
+                                    matrix_exp_grad)}
+
+#: op name -> (formulas, non-differentiable output indices)
+LINALG_DERIVATIVES = {
+    "linalg_det": ({"A": "det_grad(grad, A, result)"}, ()),
+    "linalg_slogdet": ({"A": "slogdet_grad(grads, A)"}, (0,)),
+    "linalg_inv_ex": ({"A": "inv_grad(grad, result)"}, (1,)),
+    "linalg_solve_ex": ({"A": "solve_grads(grad, A, result, 'A')", "B": "solve_grads(grad, A, result, 'B')"}, (1,)),
+    "linalg_cholesky_ex": ({"A": "cholesky_grad(grad, result, upper)"}, (1,)),
+    "linalg_qr": ({"A": "qr_grad(grads, A, Q, R, mode)"}, ()),
+    "linalg_eigh": ({"A": "eigh_grad(grads, grads_defined, eigenvalues, eigenvectors)"}, ()),
+    "linalg_eig": ({"A": "eig_real_grad(grads, grads_defined, A, eigenvalues, eigenvectors)"}, ()),
+    "linalg_svd": ({"A": "svd_grad(grads, grads_defined, A, U, S, Vh, full_matrices)"}, ()),
+    "linalg_lu_factor_ex": ({"A": "lu_factor_grad(grad, A, LU, pivots)"}, (1, 2)),
+    "linalg_lu_solve": ({"LU": "lu_solve_grads(grad, LU, pivots, B, result, adjoint, 'LU')",
+                         "B": "lu_solve_grads(grad, LU, pivots, B, result, adjoint, 'B')"}, ()),
+    "linalg_solve_triangular": ({"A": "solve_triangular_grads(grad, A, result, upper, unitriangular, 'A')",
+                                 "B": "solve_triangular_grads(grad, A, result, upper, unitriangular, 'B')"}, ()),
+    "linalg_matrix_exp": ({"A": "matrix_exp_grad(grad, A)"}, ()),
+}
