@@ -64,7 +64,7 @@ def numel(input) -> int:
 
 # submodules that are not device modules (``from . import nn`` asks __getattr__ before importing)
 _SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing",
-                          "sparse", "distributed", "profiler"})
+                          "sparse", "distributed", "profiler", "fft", "signal"})
 
 
 def _lookup_device_module(name):
@@ -108,3 +108,7 @@ from . import nn, optim, utils, multiprocessing, distributed  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401  (ember.sparse: mm, addmm, sum, softmax; kernels from ember-sparse)
 from . import profiler  # noqa: E402,F401  (ember.profiler.record_fallbacks() without an import, as torch.profiler)
+from . import fft  # noqa: E402,F401  (ember.fft: torch.fft's transforms over ember._ops._fft's primitives)
+from . import signal  # noqa: E402,F401  (ember.signal.windows)
+from ._spectral import stft, istft, hann_window, hamming_window, blackman_window, bartlett_window, \
+    kaiser_window  # noqa: E402,F401
