@@ -68,7 +68,7 @@ def numel(input) -> int:
 # submodules that are not device modules (``from . import nn`` asks __getattr__ before importing)
 _SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing",
                           "sparse", "distributed", "profiler", "amp", "accelerator", "backends", "random", "hub",
-                          "onnx"})
+                          "onnx", "fft", "signal"})
 
 
 def _lookup_device_module(name):
@@ -120,3 +120,7 @@ from .amp.autocast_mode import (autocast, is_autocast_enabled, set_autocast_enab
                                 set_autocast_cpu_dtype, get_autocast_gpu_dtype, set_autocast_gpu_dtype)
 # the top-level conveniences PyTorch programs reach for without an import (torch.accelerator, torch.backends, ...)
 from . import accelerator, backends, random, hub, onnx  # noqa: E402,F401
+from . import fft  # noqa: E402,F401  (ember.fft: torch.fft's transforms over ember._ops._fft's primitives)
+from . import signal  # noqa: E402,F401  (ember.signal.windows)
+from ._spectral import stft, istft, hann_window, hamming_window, blackman_window, bartlett_window, \
+    kaiser_window  # noqa: E402,F401

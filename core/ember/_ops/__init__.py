@@ -12,6 +12,7 @@ _nn           linear, relu, softmax, log_softmax, nll_loss, im2col / col2im, max
 _conv         conv2d and its input / weight gradients
 _nn           relu, softmax, log_softmax, nll_loss, im2col / col2im, max pooling, constant_pad_nd, embedding
 _random       rand, randn, randint, randperm, normal, bernoulli, ...
+_fft          fft_c2c, fft_r2c, fft_c2r (the primitives of ember.fft; not exported at top level)
 """
 import warnings
 
@@ -23,6 +24,7 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\._ops(
 from . import _copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv  # noqa: F401,E402
 from . import _quantized  # noqa: F401  (quantized tensors: the ops ember-quantized implements)
 from . import _sparse  # noqa: F401  (sparse_coo_tensor, to_sparse / to_dense: ember-sparse's entry points)
+from . import _fft  # noqa: F401  (fft_c2c / fft_r2c / fft_c2r: the primitives behind ember.fft)
 from ._creation import frombuffer_bytes  # noqa: F401
 
 MODULES = (_copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv,

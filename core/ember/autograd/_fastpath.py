@@ -57,6 +57,8 @@ def _trace():
 _TEMPLATE = """
 def rec(result, {params}):
     if not result._dtype.is_floating_point:
+        if result._dtype.is_complex:     # complex results: the general builder, which checks complex_ok
+            _generic(result, {call})
         return
 {prologue}
     node = _new(_Node)
@@ -122,7 +124,8 @@ def make_recorder(op, spec):
     scalars = ", ".join(f"'{n}': {n}" for n in spec.scalar_args)
     shapes = ", ".join(f"'{n}_shape': {n}._shape" for n in spec.shape_args)
     ind = "\n    "
-    src = _TEMPLATE.format(params=", ".join(params), prologue="".join(prologue).rstrip("\n"),
+    call = ", ".join(a.name if not a.kwarg_only else f"{a.name}={a.name}" for a in args)
+    src = _TEMPLATE.format(params=", ".join(params), call=call, prologue="".join(prologue).rstrip("\n"),
                            edges=edges + ("," if len(tensor_args) == 1 else ""), metas=metas,
                            saved=f"{ind}node.saved = {{}}" + "".join(saved) if saved else "",
                            scalars=f"{ind}node.scalars = {{{scalars}}}" if scalars else "",
@@ -135,7 +138,7 @@ def make_recorder(op, spec):
     from ._record import _Constant
     ns = {"_new": _new, "_Node": node_cls, "_next": next, "_seq": _seq, "_edge": grad_edge, "_acc": accumulator,
           "_tnew": _tuple_new, "_SI": SavedInput, "_Constant": _Constant,
-          "_save_output": save_output, "_STATE": STATE, "_trace": _trace}
+          "_save_output": save_output, "_STATE": STATE, "_trace": _trace, "_generic": generic_recorder(op)}
     exec(compile(src, f"<ember autograd recorder {op.name}>", "exec"), ns)
     return ns["rec"]
 

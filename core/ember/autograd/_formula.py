@@ -182,11 +182,16 @@ def _fit(g, meta):
 class NotImplementedNode(Node):
     """The node of a differentiable-looking op with no derivative: raises when reached."""
 
-    def __init__(self, op_name, edges):
+    def __init__(self, op_name, edges, complex_result=False):
         super().__init__(edges)
         self._name = "NotImplemented"
         self.op_name = op_name
+        self.complex_result = complex_result
 
     def apply(self, grads):
-        """Always raises RuntimeError "the derivative for 'OP' is not implemented."."""
+        """Always raises RuntimeError "the derivative for 'OP' is not implemented." (with "for complex
+        tensors" when the op has a derivative whose formula is not known to be right for complex values)."""
+        if self.complex_result:
+            raise RuntimeError(f"the derivative for '{self.op_name}' is not implemented for complex tensors in "
+                               f"ember yet (its formula is written for real values).")
         raise RuntimeError(f"the derivative for '{self.op_name}' is not implemented.")

@@ -11,7 +11,8 @@ from .function import Function
 __all__ = ["sum_to", "unsqueeze_dims", "reduce_grad", "evenly_distribute", "value_selecting", "ViewScatter",
            "AsStridedScatter", "matmul_grad", "masked_grad", "as_tensor_like", "norm_grad", "cumprod_grad",
            "var_grad", "logsumexp_grad", "einsum_grad", "index_put_values_grad", "scatter_reduce_grad",
-           "prod_grad", "dims_of", "sort_grad", "select_grad_along", "nan_to_num_grad"]
+           "prod_grad", "dims_of", "sort_grad", "select_grad_along", "nan_to_num_grad",
+           "fft_c2c_grad", "fft_r2c_grad", "fft_c2r_grad"]
 
 
 def sum_to(g, shape):
@@ -389,3 +390,62 @@ class AsStridedScatter(Function):
         t = empty_strided(shape, stride, dtype=gg._dtype, device=device)
         t.copy_(gg)
         return t.as_strided(vshape, vstride, t._offset + voff), None, None
+
+
+# ---------------------------------------------------------------- fft primitives
+# The adjoints of the three DFT primitives (the math of PyTorch's FunctionsManual.cpp,
+# fft_r2c_backward / fft_c2r_backward). A DFT's adjoint is the DFT of the other direction
+# with the same scale; the real transforms add the Hermitian halving / doubling.
+
+def _last_dim_weights(n_full, m, device, dtype):
+    """Weights along a onesided last dim of m = n_full // 2 + 1 entries: 1 for the zero frequency (and
+    the Nyquist one when n_full is even), ``w`` = 0.5 for the others (each stands for two entries)."""
+    from .._ops._creation import tensor
+    w = [1.0] + [0.5] * (m - 1)
+    if n_full % 2 == 0 and m > 1:
+        w[-1] = 1.0
+    return tensor(w, dtype=dtype, device=device)
+
+
+def _along(w, d, nd):
+    return w.reshape([w.shape[0] if i == d else 1 for i in range(nd)])
+
+
+def fft_c2c_grad(grad, dim, normalization, forward):
+    """Gradient of fft_c2c: the DFT of the opposite direction, same normalization."""
+    from .._ops._fft import fft_c2c
+    return fft_c2c(grad, dim, normalization, not forward)
+
+
+def fft_r2c_grad(grad, self_shape, dim, normalization, onesided):
+    """Gradient of fft_r2c for its real input: Re(sum_k g_k exp(+2 pi i jk / n)) over the kept frequencies.
+    Onesided: halve the entries that stand for a conjugate pair too, then the real inverse (fft_c2r)
+    computes exactly that sum; full spectrum: the real part of the inverse c2c."""
+    from .._ops._fft import fft_c2c, fft_c2r
+    last = dim[-1] % len(self_shape)
+    n = self_shape[last]
+    if onesided:
+        w = _last_dim_weights(n, grad._shape[last], grad._device, grad._dtype.to_real)
+        return fft_c2r(grad * _along(w, last, grad.dim()), dim, normalization, n)
+    return fft_c2c(grad, dim, normalization, False).to(grad._dtype.to_real)
+
+
+def fft_c2r_grad(grad, self_shape, dim, normalization):
+    """Gradient of fft_c2r for its complex (Hermitian half) input: the onesided forward DFT of the real grad
+    with the entries that stand for a conjugate pair doubled (PyTorch's fft_c2r_backward), padded /
+    trimmed to the input's size along the last dim (entries past n // 2 + 1 are ignored by c2r)."""
+    from .._ops._fft import fft_r2c
+    last = dim[-1] % len(self_shape)
+    n = grad._shape[last]
+    g = fft_r2c(grad, dim, normalization, True)
+    w = _last_dim_weights(n, g._shape[last], grad._device, grad._dtype)
+    g = g * _along(1.0 / w, last, g.dim())
+    m = self_shape[last]
+    if m < g._shape[last]:
+        g = g.narrow(last, 0, m)
+    elif m > g._shape[last]:
+        pad = [0] * (2 * (g.dim() - last))
+        pad[-1] = m - g._shape[last]
+        from ..nn.functional import pad as _pad
+        g = _pad(g, tuple(pad))
+    return g

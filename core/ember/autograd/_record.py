@@ -58,6 +58,8 @@ def _build_node(op, kwargs, outputs, self_edge=None, saved_self=None):
             meta.append((x._shape, x._dtype, x._device))
     if spec is None:
         return NotImplementedNode(op.name, edges)
+    if not complex_ok(op.name, kwargs, outputs):
+        return NotImplementedNode(op.name, edges, complex_result=True)
     saved = {}
     needs = {slot[0] for slot, e in zip(slots, edges) if e is not None}
     for name in spec.saved_inputs:
@@ -94,6 +96,26 @@ class _Constant:
     def release(self):
         """Nothing to free: a plain value holds no graph."""
         pass
+
+
+def complex_ok(op_name, kwargs, outputs):
+    """Whether the node of ``op_name`` may be built for these outputs: always for real outputs; for a
+    complex one only when the op's formula is right for complex values (``derivatives.COMPLEX_SAFE``, or
+    mul / div whose factors that need conjugating are real). Otherwise the node raises when reached
+    rather than give a wrong gradient (complex autograd: issue 18)."""
+    if not any(isinstance(o, Tensor) and o._dtype.is_complex for o in outputs):
+        return True
+    from .derivatives import COMPLEX_SAFE
+    if op_name in COMPLEX_SAFE:
+        return True
+    if op_name in ("mul", "true_divide"):
+        a, b = kwargs.get("self"), kwargs.get("other")
+        cplx = lambda t: isinstance(t, complex) or (isinstance(t, Tensor) and t._dtype.is_complex)  # noqa: E731
+        diff = lambda t: isinstance(t, Tensor) and (t._requires_grad or t._grad_fn is not None)      # noqa: E731
+        if op_name == "mul":    # grad * other needs conj(other): right while other is real (and vice versa)
+            return not (diff(a) and cplx(b)) and not (diff(b) and cplx(a))
+        return not diff(b) and not cplx(b)   # grad / other: right for a real divisor that needs no grad
+    return False
 
 
 def _attach(node, outputs):

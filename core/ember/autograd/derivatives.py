@@ -27,7 +27,7 @@ ZERO = "zeros_like(grad)"     # piecewise-constant ops (floor, round, ...): PyTo
 DERIVATIVES = {
     # ---------------------------------------------------------------- unary elementwise
     "neg": {"self": "-grad"},
-    "abs": {"self": "grad * self.sign()"},
+    "abs": {"self": "grad * self.sgn()"},        # sgn = sign for real input; z / abs(z) for complex (PyTorch)
     "sign": {"self": ZERO}, "sgn": {"self": ZERO}, "floor": {"self": ZERO}, "ceil": {"self": ZERO},
     "trunc": {"self": ZERO}, "round": {"self": ZERO},
     "exp": {"self": "grad * result"},
@@ -196,9 +196,24 @@ DERIVATIVES = {
                                         "dilation, ceil_mode, result1)"},
     "max_pool2d_with_indices_backward": {"grad_output": "max_pool_double_backward(grad, indices)"},
     "constant_pad_nd": {"self": "pad_grad(grad, pad)"},
+    # ---------------------------------------------------------------- fft primitives (FunctionsManual.cpp's adjoints)
+    "fft_c2c": {"self": "fft_c2c_grad(grad, dim, normalization, forward)", "name": "FftC2CBackward0"},
+    "fft_r2c": {"self": "fft_r2c_grad(grad, self_shape, dim, normalization, onesided)", "name": "FftR2CBackward0"},
+    "fft_c2r": {"self": "fft_c2r_grad(grad, self_shape, dim, normalization)", "name": "FftC2RBackward0"},
     "embedding": {"weight": "embedding_backward(grad, indices, weight_shape[0], padding_idx, scale_grad_by_freq, "
                             "sparse)"},
 }
+
+
+#: ops whose formulas above are right for complex values too (PyTorch's convention: the gradient is
+#: conj(d out / d in) * grad): linear maps with real coefficients, index / shape moves, the fft
+#: primitives, abs (grad * sgn). A complex result of any other op gets a node that raises when reached
+#: (``_record.complex_ok``; mul / div are checked per call) until complex autograd (issue 18) lands.
+COMPLEX_SAFE = frozenset({
+    "fft_c2c", "fft_r2c", "fft_c2r", "abs", "add", "sub", "neg", "positive", "sum", "mean", "nansum", "cumsum",
+    "cat", "flip", "roll", "repeat", "constant_pad_nd", "copy_", "index", "index_select", "gather", "take",
+    "tril", "triu", "where", "masked_fill", "col2im", "im2col",
+})
 
 
 def _namespace():
