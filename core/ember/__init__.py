@@ -25,7 +25,7 @@ from ._random_state import Generator, manual_seed, seed, initial_seed, get_rng_s
     default_generator
 from . import _ops
 from ._ops import MODULES as _OP_MODULES
-from . import library, plugins, memory, ops, linalg, return_types, _registry
+from . import library, plugins, memory, ops, linalg, special, return_types, _registry
 from . import _interop
 from ._interop import from_dlpack
 from ._linalg_toplevel import *  # noqa: F401,F403,E402 - torch.det, torch.svd, torch.trace, ... (over ember.linalg)

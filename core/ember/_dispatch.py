@@ -17,10 +17,9 @@ optionally, a composite. Calling it runs
 
 Resolution order for a key, cached per (op, key):
 exact key -> (device, layout, ANY dtype) -> (ANY device, layout, dtype) ->
-(ANY device, layout, ANY dtype) -> the op's composite (reported as 'fallback' when it is a declared host
-path, ``composite.host_path``) -> the device type's fallback
--> NotImplementedError naming the op, the key, the installed plugins and the keys
-that do have kernels.
+(ANY device, layout, ANY dtype) -> the op's composite -> the op's host path (``OpDef.host``,
+ops with no formula over primitives) -> the device type's fallback -> NotImplementedError naming
+the op, the key, the installed plugins and the keys that do have kernels.
 """
 from __future__ import annotations
 
@@ -82,6 +81,7 @@ class OpDef:
         self.shadowed = {}     # key -> [KernelEntry] of lower priority than kernels[key], kept for when it goes
         self.cache = {}        # resolved key -> kernel
         self.sources = {}      # resolved key -> "native" | "composite" | "fallback"
+        self.host = None       # the op's own host path (fn(op, args, kwargs)), tried before the device fallback
         self.multi_output_type = multi_output_type
         self.autograd = None   # the op's derivative (ember.autograd.derivatives), None = not differentiable
         self.rec = _generic_rec(self)   # records the node after a structured op ran (autograd._fastpath)
@@ -154,11 +154,16 @@ class OpDef:
                 return e.fn
         if self.composite is not None:
             fn = self.cache[key] = _below_autograd(self.composite)
-            # a composite marked ``host_path`` (ember.linalg's decompositions) copies to the host and runs LAPACK
-            # there: it is reported as a fallback, never as the device's own computation
-            self.sources[key] = "fallback" if getattr(self.composite, "host_path", False) else "composite"
+            self.sources[key] = "composite"
             return fn
         dtype_ = _registry.device_types.get(dev)
+        if self.host is not None and dtype_ is not None and dev != "cpu":
+            # an op with no formula over primitives (ember.special's digamma, ember.linalg's decompositions, the
+            # fft primitives): the cpu kernel through copies; counted, warned about and reported as a fallback
+            fn = _below_autograd(_make_fallback(self, key, self.host, HOST_PATH))
+            self.cache[key] = fn
+            self.sources[key] = "fallback"
+            return fn
         if dtype_ is not None and dtype_.fallback is not None:
             fn = _below_autograd(_make_fallback(self, key, dtype_.fallback))
             self.cache[key] = fn
@@ -198,19 +203,23 @@ def _fmt_key(key):
 
 _fallback_warned = set()
 
+#: how the warnings and errors name an op's host path (``OpDef.host``)
+HOST_PATH = "its host path (copy to cpu, the cpu kernel, copy back)"
 
-def _make_fallback(op, key, fallback):
+
+def _make_fallback(op, key, fallback, via=None):
     def run_fallback(*args, **kwargs):
         from . import profiler
         mode = profiler.fallback_warn_mode()     # EMBER_FALLBACK_WARN: once (default) | always | error
+        through = via or f"the '{key[0]}' device's fallback"
         if mode == "error":
             raise RuntimeError(f"ember: '{op.name}' has no kernel for {_fmt_key(key)}, and EMBER_FALLBACK_WARN=error "
-                               f"forbids running it through the '{key[0]}' device's fallback.")
+                               f"forbids running it through {through}.")
         if mode == "always" or op.name not in _fallback_warned:
             _fallback_warned.add(op.name)
             tail = "This warning is shown once per op." if mode == "once" else "(EMBER_FALLBACK_WARN=always)"
-            warnings.warn(f"ember: '{op.name}' has no kernel for {_fmt_key(key)}; running it through the "
-                          f"'{key[0]}' device's fallback (slow). {tail}", stacklevel=3)
+            warnings.warn(f"ember: '{op.name}' has no kernel for {_fmt_key(key)}; running it through "
+                          f"{through} (slow). {tail}", stacklevel=3)
         profiler._count_fallback(op.name, key)
         return fallback(op, args, kwargs)
     return run_fallback

@@ -18,7 +18,6 @@ diagonal element / minor).
 """
 from __future__ import annotations
 
-import warnings
 
 from . import _dtype as D
 from . import _dispatch, return_types as RT
@@ -70,34 +69,21 @@ def check_same_dtype(op, A, B, names=("A", "B")):
 
 
 # ---------------------------------------------------------------- the host path
-HOST_PATH_OPS: list = []     # names of the ops declared here (each has the host path as its composite)
+HOST_PATH_OPS: list = []     # names of the ops declared here (each has the host path, ``OpDef.host``)
 
 
-def _host_path(name):
-    """The composite of op ``name`` on a device without a kernel: copy to cpu, run the cpu kernel, copy back
-    (``ember.library.cpu_fallback``), counted and warned about as a device fallback."""
-    def host_path(*args, **kwargs):
-        from . import library, profiler
-        op = _dispatch.ops[name]
-        key = op.meta(*args, **{k: v for k, v in kwargs.items() if k != "out"})[1]
-        mode = profiler.fallback_warn_mode()
-        if mode == "error":
-            raise RuntimeError(f"ember: '{name}' has no kernel for {_dispatch._fmt_key(key)}, and "
-                               f"EMBER_FALLBACK_WARN=error forbids running it on the host (LAPACK on cpu).")
-        if mode == "always" or name not in _dispatch._fallback_warned:
-            _dispatch._fallback_warned.add(name)
-            warnings.warn(f"ember: '{name}' has no kernel for {_dispatch._fmt_key(key)}; running it on the host "
-                          f"(copy to cpu, LAPACK, copy back).", stacklevel=4)
-        profiler._count_fallback(name, key)
-        return library.cpu_fallback(op, args, kwargs)
-    host_path.host_path = True
-    return host_path
+def _with_host_path(entry):
+    """Give the op behind ``entry`` its host path (``OpDef.host`` = ``ember.library.cpu_fallback``): on a device
+    without a kernel, copy to cpu, run the LAPACK kernel, copy back — counted, warned about and reported as a
+    fallback by the dispatcher."""
+    from .library import cpu_fallback
+    entry._op.host = cpu_fallback
+    HOST_PATH_OPS.append(entry._op.name)
+    return entry
 
 
 def _declare(schema, meta, result_type=None, doc=None):
-    name = schema.split("(")[0]
-    HOST_PATH_OPS.append(name)
-    return declare(schema, meta, composite=_host_path(name), multi_output_type=result_type, doc=doc)
+    return _with_host_path(declare(schema, meta, multi_output_type=result_type, doc=doc))
 
 
 # ---------------------------------------------------------------- determinants and inverses
@@ -249,10 +235,9 @@ def _lu_solve_meta(LU, pivots, B, adjoint=False):
     return same_device(LU, pivots, B), _key(LU), batch + B._shape[-2:], LU._dtype
 
 
-linalg_lu_solve = declare("linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool adjoint=False) -> Tensor",
-                          _lu_solve_meta, composite=_host_path("linalg_lu_solve"),
-                          doc="X with A X = B (or A^H X = B) from the packed LU factors of A.")
-HOST_PATH_OPS.append("linalg_lu_solve")
+linalg_lu_solve = _with_host_path(declare(
+    "linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool adjoint=False) -> Tensor", _lu_solve_meta,
+    doc="X with A X = B (or A^H X = B) from the packed LU factors of A."))
 
 
 def _solve_triangular_meta(A, B, upper, unitriangular=False):
@@ -268,11 +253,9 @@ def _solve_triangular_meta(A, B, upper, unitriangular=False):
     return same_device(A, B), _key(A), batch + B._shape[-2:], A._dtype
 
 
-linalg_solve_triangular = declare("linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, "
-                                  "bool unitriangular=False) -> Tensor", _solve_triangular_meta,
-                                  composite=_host_path("linalg_solve_triangular"),
-                                  doc="X with A X = B for a triangular A (the other triangle is not read).")
-HOST_PATH_OPS.append("linalg_solve_triangular")
+linalg_solve_triangular = _with_host_path(declare(
+    "linalg_solve_triangular(Tensor A, Tensor B, *, bool upper, bool unitriangular=False) -> Tensor",
+    _solve_triangular_meta, doc="X with A X = B for a triangular A (the other triangle is not read)."))
 
 
 def _matrix_exp_meta(A):
@@ -281,10 +264,8 @@ def _matrix_exp_meta(A):
     return A._device, _key(A), A._shape, A._dtype
 
 
-linalg_matrix_exp = declare("linalg_matrix_exp(Tensor A) -> Tensor", _matrix_exp_meta,
-                            composite=_host_path("linalg_matrix_exp"), doc="Matrix exponential (Pade, scaling and "
-                                                                         "squaring).")
-HOST_PATH_OPS.append("linalg_matrix_exp")
+linalg_matrix_exp = _with_host_path(declare("linalg_matrix_exp(Tensor A) -> Tensor", _matrix_exp_meta,
+                                            doc="Matrix exponential (Pade, scaling and squaring)."))
 
 
 # ---------------------------------------------------------------- Householder and LDL^T (LAPACK-level)
@@ -319,10 +300,9 @@ def _householder_meta(A, tau):
     return same_device(A, tau), _key(A), A._shape, A._dtype
 
 
-linalg_householder_product = declare("linalg_householder_product(Tensor A, Tensor tau) -> Tensor",
-                                     _householder_meta, composite=_host_path("linalg_householder_product"),
-                                     doc="The first n columns of the product of Householder matrices (orgqr).")
-HOST_PATH_OPS.append("linalg_householder_product")
+linalg_householder_product = _with_host_path(declare(
+    "linalg_householder_product(Tensor A, Tensor tau) -> Tensor", _householder_meta,
+    doc="The first n columns of the product of Householder matrices (orgqr)."))
 
 
 def _ormqr_meta(A, tau, other, left=True, transpose=False):
@@ -342,10 +322,9 @@ def _ormqr_meta(A, tau, other, left=True, transpose=False):
     return same_device(A, tau, other), _key(A), other._shape, A._dtype
 
 
-ormqr = declare("ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor",
-                _ormqr_meta, composite=_host_path("ormqr"),
-                doc="Q (from geqrf's Householder vectors) times a matrix, without forming Q (ormqr / unmqr).")
-HOST_PATH_OPS.append("ormqr")
+ormqr = _with_host_path(declare(
+    "ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor", _ormqr_meta,
+    doc="Q (from geqrf's Householder vectors) times a matrix, without forming Q (ormqr / unmqr)."))
 
 
 def _ldl_factor_meta(A, hermitian=False):
@@ -375,7 +354,6 @@ def _ldl_solve_meta(LD, pivots, B, hermitian=False):
     return same_device(LD, pivots, B), _key(LD), batch + B._shape[-2:], LD._dtype
 
 
-linalg_ldl_solve = declare("linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor",
-                           _ldl_solve_meta, composite=_host_path("linalg_ldl_solve"),
-                           doc="X with A X = B from ldl_factor's (LD, pivots) (sytrs / hetrs).")
-HOST_PATH_OPS.append("linalg_ldl_solve")
+linalg_ldl_solve = _with_host_path(declare(
+    "linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor", _ldl_solve_meta,
+    doc="X with A X = B from ldl_factor's (LD, pivots) (sytrs / hetrs)."))

@@ -152,7 +152,10 @@ def main(args) -> int:
             print(f"  {'structured: the kernel writes into out=' if s.structured else 'free-form: the kernel returns'}"
                   f"{f' (out is a tuple of {s.outputs})' if s.structured and s.outputs > 1 else ''}; "
                   f"variants: {', '.join(s.variants)}")
-            print(f"  {'primitive (no composite)' if s.primitive else 'composite over: ' + (', '.join(s.composite_calls) or '?')}")
+            host = getattr(_dispatch.ops.get(s.name), "host", None) is not None
+            kind = ("no composite: its host path runs the cpu kernel on devices without a kernel" if host else
+                    "primitive (no composite)")
+            print(f"  {kind if s.primitive else 'composite over: ' + (', '.join(s.composite_calls) or '?')}")
             for a in s.arguments:
                 print(f"  {a[0]}: {a[1]}{'' if a[2] is None else ' = ' + repr(a[2])} -> {a[3]}")
             for d in devs:

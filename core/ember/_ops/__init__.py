@@ -11,6 +11,7 @@ _compare      equal, allclose, isclose
 _nn           linear, relu, softmax, log_softmax, nll_loss, im2col / col2im, max pooling, padding, embedding
 _conv         conv2d and its input / weight gradients
 _nn           relu, softmax, log_softmax, nll_loss, im2col / col2im, max pooling, constant_pad_nd, embedding
+_special      digamma, lgamma, polygamma, i0, xlogy, ..., the ops behind ember.special
 _random       rand, randn, randint, randperm, normal, bernoulli, ...
 _fft          fft_c2c, fft_r2c, fft_c2r (the primitives of ember.fft; not exported at top level)
 """
@@ -22,10 +23,11 @@ import warnings
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\._ops(\.|$)")
 
 from . import _copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv  # noqa: F401,E402
+from . import _special  # noqa: F401  (digamma, lgamma, ...: the ops behind ember.special)
 from . import _quantized  # noqa: F401  (quantized tensors: the ops ember-quantized implements)
 from . import _sparse  # noqa: F401  (sparse_coo_tensor, to_sparse / to_dense: ember-sparse's entry points)
 from . import _fft  # noqa: F401  (fft_c2c / fft_r2c / fft_c2r: the primitives behind ember.fft)
 from ._creation import frombuffer_bytes  # noqa: F401
 
 MODULES = (_copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv,
-           _quantized, _sparse)
+           _special, _quantized, _sparse)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from .. import _dtype as D
 from .._dispatch import declare
-from .._tensor import Tensor
+from ..library import cpu_fallback
 from ._meta import check_tensor
 
 __all__ = ["fft_c2c", "fft_r2c", "fft_c2r"]
@@ -93,42 +93,17 @@ def _c2r_meta(self, dim, normalization, last_dim_size):
     return self._device, _key(self._device, self, self._dtype), tuple(shape), self._dtype.to_real
 
 
-# ---------------------------------------------------------------- the host path
-_host_warned: set = set()
-
-
-def _host_path(op_name):
-    """The composite of primitive ``op_name``: copy the input to cpu, run the cpu kernel, copy the
-    result into ``out``. Counted as a fallback by ``ember.profiler`` (so ``record_fallbacks`` and the
-    conformance report's "F" show it), warned about once per op, refused under
-    EMBER_FALLBACK_WARN=error, exactly as the dispatcher's device fallbacks are."""
-    def composite(self, *args, out):
-        from .. import profiler
-        import warnings
-        key = _key(out._device, self, self._dtype)
-        mode = profiler.fallback_warn_mode()
-        where = f"({key[0]}, {key[1]}, {key[2].name})"
-        if mode == "error":
-            raise RuntimeError(f"ember: '{op_name}' has no kernel for {where}, and EMBER_FALLBACK_WARN=error "
-                               f"forbids running it on the cpu through its host path.")
-        if mode == "always" or op_name not in _host_warned:
-            _host_warned.add(op_name)
-            tail = "This warning is shown once per op." if mode == "once" else "(EMBER_FALLBACK_WARN=always)"
-            warnings.warn(f"ember: '{op_name}' has no kernel for {where}; running it on the cpu through its host "
-                          f"path (copy to cpu and back, slow). {tail}", stacklevel=7)
-        profiler._count_fallback(op_name, key)
-        cpu_args = [a.to("cpu") if isinstance(a, Tensor) else a for a in args]
-        out.copy_(_PUBLIC[op_name](self.to("cpu"), *cpu_args))
-    return composite
-
-
 # ---------------------------------------------------------------- declarations
 _fft_c2c = declare("fft_c2c(Tensor self, int[] dim, int normalization, bool forward) -> Tensor", _c2c_meta,
-                   composite=_host_path("fft_c2c"), doc="Complex-to-complex DFT over dim.")
+                   doc="Complex-to-complex DFT over dim.")
 _fft_r2c = declare("fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor", _r2c_meta,
-                   composite=_host_path("fft_r2c"), doc="Real-to-complex forward DFT over dim.")
+                   doc="Real-to-complex forward DFT over dim.")
 _fft_c2r = declare("fft_c2r(Tensor self, int[] dim, int normalization, int last_dim_size) -> Tensor", _c2r_meta,
-                   composite=_host_path("fft_c2r"), doc="Complex (Hermitian half) to real inverse DFT over dim.")
+                   doc="Complex (Hermitian half) to real inverse DFT over dim.")
+# a device without fft kernels runs them through the host path (``OpDef.host``: copy to cpu, the cpu kernel, copy
+# back; counted, warned about and reported as a fallback by the dispatcher)
+for _entry in (_fft_c2c, _fft_r2c, _fft_c2r):
+    _entry._op.host = cpu_fallback
 
 
 def fft_c2c(self, dim, normalization, forward, *, out=None):
@@ -157,5 +132,3 @@ def fft_c2r(self, dim, normalization, last_dim_size, *, out=None):
     RuntimeError for a real input, a repeated dim or ``last_dim_size < 1``."""
     return _fft_c2r(self, dim, normalization, last_dim_size, out=out)
 
-
-_PUBLIC = {"fft_c2c": _fft_c2c, "fft_r2c": _fft_r2c, "fft_c2r": _fft_c2r}

@@ -202,7 +202,44 @@ DERIVATIVES = {
     "fft_c2r": {"self": "fft_c2r_grad(grad, self_shape, dim, normalization)", "name": "FftC2RBackward0"},
     "embedding": {"weight": "embedding_backward(grad, indices, weight_shape[0], padding_idx, scale_grad_by_freq, "
                             "sparse)"},
+    # ---------------------------------------------------------------- special functions (ember.special)
+    "digamma": {"self": "grad * special_op('polygamma')(1, self)"},
+    "lgamma": {"self": "grad * special_op('digamma')(self)"},
+    "polygamma": {"self": "grad * special_op('polygamma')(n + 1, self)"},
+    "mvlgamma": {"self": "mvlgamma_grad(grad, self, p)"},
+    "i0": {"self": "grad * special_op('special_i1')(self)"},
+    "special_i0e": {"self": "grad * (special_op('special_i1e')(self) - self.sgn() * result)",
+                    "name": "SpecialI0EBackward0"},
+    "special_i1": {"self": "i1_grad(grad, self, result)"},
+    "special_i1e": {"self": "i1e_grad(grad, self, result)", "name": "SpecialI1EBackward0"},
+    "sinc": {"self": "sinc_grad(grad, self)"},
+    "special_entr": {"self": "grad * -(self.log() + 1)"},
+    "special_erfcx": {"self": "grad * (2 * self * result - 2 / math.sqrt(math.pi))"},
+    "special_ndtri": {"self": "grad * math.sqrt(2 * math.pi) * (result.square() / 2).exp()"},
+    "special_log_ndtr": {"self": "grad / math.sqrt(2 * math.pi) * (-(result + self.square() / 2)).exp()"},
+    "logit": {"self": "logit_grad(grad, self, eps)"},
+    "xlogy": {"self": "xlogy(grad, other).masked_fill((self == 0) & (other <= 0), 0.0)",
+              "other": "grad * self / other"},
+    "special_xlog1py": {"self": "special_op('special_xlog1py')(grad, other).masked_fill((self == 0) & (other <= -1), "
+                                "0.0)",
+                        "other": "grad * self / (other + 1)", "name": "SpecialXlog1PyBackward0"},
+    "igamma": {"self": "not_implemented('igamma: input')", "other": "igamma_other_grad(grad, self, other)"},
+    "igammac": {"self": "not_implemented('igammac: input')", "other": "-igamma_other_grad(grad, self, other)"},
+    "special_zeta": {"self": "not_implemented('zeta')", "other": "zeta_other_grad(grad, self, other)"},
 }
+
+#: ops whose results are not differentiable although floating (PyTorch's special Bessel functions and
+#: orthogonal polynomials: the results do not require grad)
+NONDIFFERENTIABLE = [
+    "special_airy_ai", "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
+    "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
+    "special_modified_bessel_k1", "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
+    "special_spherical_bessel_j0", "special_chebyshev_polynomial_t", "special_chebyshev_polynomial_u",
+    "special_chebyshev_polynomial_v", "special_chebyshev_polynomial_w", "special_shifted_chebyshev_polynomial_t",
+    "special_shifted_chebyshev_polynomial_u", "special_shifted_chebyshev_polynomial_v",
+    "special_shifted_chebyshev_polynomial_w", "special_hermite_polynomial_h", "special_hermite_polynomial_he",
+    "special_laguerre_polynomial_l", "special_legendre_polynomial_p",
+]
 
 
 #: ops whose formulas above are right for complex values too (PyTorch's convention: the gradient is
@@ -218,10 +255,11 @@ COMPLEX_SAFE = frozenset({
 
 def _namespace():
     import ember
-    from . import _formula_helpers
+    from . import _formula_helpers, _special_helpers
     ns = {k: getattr(ember, k) for k in dir(ember) if not k.startswith("_")}
     ns.update({k: getattr(_helpers, k) for k in _helpers.__all__})
     ns.update({k: getattr(_formula_helpers, k) for k in _formula_helpers.__all__})
+    ns.update({k: getattr(_special_helpers, k) for k in _special_helpers.__all__})
     ns["math"] = math
     return ns
 
@@ -248,3 +286,5 @@ def install():
     ns = {**ns, **_linalg_formulas.HELPERS}
     for op_name, (formulas, nondiff) in _linalg_formulas.LINALG_DERIVATIVES.items():
         register(op_name, formulas, nondiff_outputs=nondiff, namespace=ns)
+    for op_name in NONDIFFERENTIABLE:
+        register(op_name, {}, nondiff_outputs=(0,), namespace=ns)
