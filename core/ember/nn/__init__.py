@@ -1,5 +1,5 @@
 """ember.nn: modules, parameters, layers, losses, functional, init, utils (matches torch.nn)."""
-from .parameter import Parameter, Buffer  # noqa: F401
+from .parameter import Parameter, Buffer, UninitializedParameter, UninitializedBuffer  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
 from . import functional  # noqa: F401

@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 from .._tensor import Tensor
 
-__all__ = ["Parameter", "Buffer"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
 
 _new = object.__new__
 
@@ -103,3 +103,86 @@ class Buffer(Tensor):
 
 def _rebuild_buffer(data, persistent):
     return Buffer(data, persistent=persistent)
+
+
+class UninitializedTensorMixin:
+    """What the uninitialized tensors of lazy modules share: no data yet (an empty tensor carries the
+    dtype and device), ``materialize(shape)`` gives them storage and turns them into ``cls_to_become``
+    in place, so a module keeps the same object (matches torch.nn.parameter.UninitializedTensorMixin;
+    ember does not intercept every op on them, only ``shape``, ``share_memory_`` and the repr).
+    """
+
+    __slots__ = ()
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Give the tensor uninitialised storage of ``shape`` (on ``device``, of ``dtype``: its own when
+        None) and make it a ``cls_to_become`` (Parameter or Tensor), in place."""
+        from .. import empty
+        device = self._device if device is None else device
+        dtype = self._dtype if dtype is None else dtype
+        Tensor.data.__set__(self, empty(shape, device=device, dtype=dtype))
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. This error usually "
+                           "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
+                           "initialized one. Call `forward` to initialize the parameters before accessing their "
+                           "attributes.")
+
+    def share_memory_(self):
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+                           "initialize the parameters before calling `module.share_memory()`.")
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    def __reduce_ex__(self, protocol):
+        return (type(self), (self._requires_grad,))
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A Parameter whose shape is not known yet: a lazy module materializes it at its first forward
+    (matches torch.nn.parameter.UninitializedParameter). ``UninitializedParameter(requires_grad=True,
+    device=None, dtype=None)``."""
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        from .. import empty
+        return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self._requires_grad, self._device, self._dtype)
+        return memo[id(self)]
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer whose shape is not known yet: a lazy module materializes it into a plain Tensor at its
+    first forward (matches torch.nn.parameter.UninitializedBuffer). ``UninitializedBuffer(
+    requires_grad=False, device=None, dtype=None, persistent=True)``."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        from .. import empty
+        t = _as_subclass(cls, empty(0, device=device, dtype=dtype))
+        if requires_grad:
+            t.requires_grad_(True)
+        t.__dict__["persistent"] = persistent
+        return t
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        pass
+
+
+def is_lazy(param):
+    """Whether ``param`` is an uninitialized parameter or buffer (matches torch.nn.parameter.is_lazy)."""
+    return isinstance(param, UninitializedTensorMixin)

@@ -20,7 +20,7 @@ from ... import _dtype as D
 __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "gelu", "silu", "sigmoid", "tanh", "softmax",
            "log_softmax", "softmin", "softplus", "elu", "elu_", "selu", "celu", "hardtanh", "hardtanh_", "relu6",
            "logsigmoid", "threshold", "threshold_", "mish", "hardsigmoid", "hardswish", "softsign", "tanhshrink",
-           "hardshrink", "softshrink", "glu", "prelu"]
+           "hardshrink", "softshrink", "glu", "prelu", "rrelu", "rrelu_", "selu_", "celu_"]
 
 
 def _floating(x, name):
@@ -80,6 +80,14 @@ def threshold_(input, threshold, value):
     return globals()["threshold"](input, threshold, value, inplace=True)
 
 
+def _clip(x, lo, hi):
+    """x clamped to [lo, hi] whose gradient is 1 strictly inside and 0 on and beyond the bounds, as
+    PyTorch's hardtanh / hardsigmoid backward (a plain clamp passes the gradient on the bounds)."""
+    if not x.requires_grad:
+        return x.clamp(lo, hi)
+    return ember.where((x > lo) & (x < hi), x, x.clamp(lo, hi).detach())
+
+
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """input clamped to [min_val, max_val] (matches torch.nn.functional.hardtanh).
 
@@ -87,9 +95,9 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    if inplace:
+    if inplace and not input.requires_grad:
         return input.clamp_(min_val, max_val)
-    return input.clamp(min_val, max_val)
+    return _result(input, _clip(input, min_val, max_val), inplace)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
@@ -123,6 +131,35 @@ def selu(input, inplace=False):
     """scale * elu(input, alpha) with SELU's constants (matches torch.nn.functional.selu)."""
     _floating(input, "elu")
     return _result(input, elu(input, _SELU_ALPHA) * _SELU_SCALE, inplace)
+
+
+def selu_(input):
+    """In-place selu (matches torch.nn.functional.selu_)."""
+    return selu(input, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    """In-place celu (matches torch.nn.functional.celu_)."""
+    return celu(input, alpha, inplace=True)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: input where input > 0, else a * input with ``a`` drawn uniformly from
+    [lower, upper] per element when ``training``, and a = (lower + upper) / 2 otherwise (matches
+    torch.nn.functional.rrelu; the random draw follows ember's generator, so training-mode values differ
+    from PyTorch's while the distribution is the same). Floating dtypes; any shape -> same shape.
+    """
+    _floating(input, "rrelu_with_noise")
+    if training:
+        slope = ember.empty(input.shape, dtype=input.dtype, device=input.device).uniform_(lower, upper)
+    else:
+        slope = (lower + upper) / 2
+    return _result(input, ember.where(input > 0, input, input * slope), inplace)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place rrelu (matches torch.nn.functional.rrelu_)."""
+    return rrelu(input, lower, upper, training, inplace=True)
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -167,8 +204,10 @@ def tanh(input):
 
 
 def _softplus1(z):
-    """log(1 + exp(z)) computed stably as max(z, 0) + log1p(exp(-|z|))."""
-    return z.clamp(min=0) + ember.log1p(ember.exp(-z.abs()))
+    """log(1 + exp(z)) computed stably as max(z, 0) + log1p(exp(-|z|)), with max(z, 0) written
+    (z + |z|) / 2 so the gradient at z = 0 is sigmoid(0) = 1/2 (a clamp would give 1)."""
+    a = z.abs()
+    return (z + a) * 0.5 + ember.log1p(ember.exp(-a))
 
 
 @autocast_function
@@ -187,7 +226,9 @@ def logsigmoid(input):
     """log(sigmoid(x)) = -softplus(-x), stable for large |x|; floating dtypes
     (matches torch.nn.functional.logsigmoid)."""
     _floating(input, "log_sigmoid_forward")
-    return input.clamp(max=0) - ember.log1p(ember.exp(-input.abs()))
+    # min(x, 0) as (x - |x|) / 2: the gradient at 0 is then 1/2, as PyTorch's (a clamp would give 1)
+    a = input.abs()
+    return (input - a) * 0.5 - ember.log1p(ember.exp(-a))
 
 
 def mish(input, inplace=False):
@@ -199,13 +240,13 @@ def mish(input, inplace=False):
 def hardsigmoid(input, inplace=False):
     """clamp(x / 6 + 1/2, 0, 1); floating dtypes (matches torch.nn.functional.hardsigmoid)."""
     _floating(input, "hardsigmoid")
-    return _result(input, (input / 6.0 + 0.5).clamp(0.0, 1.0), inplace)
+    return _result(input, _clip(input / 6.0 + 0.5, 0.0, 1.0), inplace)
 
 
 def hardswish(input, inplace=False):
     """x * hardsigmoid(x); floating dtypes (matches torch.nn.functional.hardswish)."""
     _floating(input, "hardswish")
-    return _result(input, input * (input / 6.0 + 0.5).clamp(0.0, 1.0), inplace)
+    return _result(input, input * _clip(input / 6.0 + 0.5, 0.0, 1.0), inplace)
 
 
 def softsign(input):
@@ -236,6 +277,7 @@ def glu(input, dim=-1):
     """
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    _floating(input, "glu")
     d = dim % input.dim() if -input.dim() <= dim < input.dim() else dim
     size = input.shape[d]
     if size % 2:

@@ -13,12 +13,14 @@ import warnings
 import ember
 from ..._autocast_state import autocast_function
 from ... import _dtype as D
-from .activation import log_softmax
+from .activation import log_softmax, logsigmoid
+from .misc import one_hot as F_one_hot, pairwise_distance
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss",
            "poisson_nll_loss", "gaussian_nll_loss", "cosine_embedding_loss", "margin_ranking_loss",
-           "hinge_embedding_loss"]
+           "hinge_embedding_loss", "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
+           "triplet_margin_loss", "triplet_margin_with_distance_loss"]
 
 _ENUM = {"none": 0, "mean": 1, "sum": 2}
 
@@ -384,14 +386,31 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
-    """Gaussian negative log likelihood 0.5 (log var + (input - target) ** 2 / var)
-    (matches torch.nn.functional.gaussian_nll_loss; var of input's shape or one less trailing dim)."""
+    """Gaussian negative log likelihood 0.5 (log var + (input - target) ** 2 / var), plus 0.5 log(2 pi)
+    with ``full`` (matches torch.nn.functional.gaussian_nll_loss).
+
+    ``var``: a float, a tensor of the input's shape, of the input's shape without its last dim, or
+    differing from it in one dim of size 1 (broadcast). Entries below ``eps`` are raised to ``eps`` for
+    the value only: the gradient flows to ``var`` as if unclamped, as in PyTorch. ValueError "var has
+    negative entry/entries", "var is of incorrect size", "<r> is not valid".
+    """
     import math
-    if var.dim() == input.dim() - 1 or (var._shape != input._shape and var._shape[-1:] != (1,)):
-        var = var.unsqueeze(-1)
-    if bool((var < 0).any()):
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = ember.full_like(input, float(var))
+    elif bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
-    var = var.clamp(min=eps)
+    if var._shape != input._shape:
+        if input._shape[:-1] == var._shape:
+            var = var.unsqueeze(-1)
+        elif not (input.dim() == var.dim()
+                  and sum(v for i, v in zip(input._shape, var._shape) if i != v) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in _ENUM:
+        raise ValueError(f"{reduction} is not valid")
+    # clamp the value, not the gradient (PyTorch clamps a clone under no_grad)
+    var = var + (var.clamp(min=eps) - var).detach()
     loss = (ember.log(var) + (input - target) ** 2 / var) * 0.5
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
@@ -428,3 +447,160 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
         reduction = legacy_reduction(size_average, reduce)
     loss = ember.where(target == 1, input, 0) + ember.where(target == -1, (margin - input).clamp(min=0), 0)
     return _reduce(loss, reduction)
+
+
+# ----------------------------------------------------------------------------- margin losses over classes
+def _check_long_target(target):
+    if target._dtype != D.int64:
+        raise RuntimeError(f"expected scalar type Long but found {D.torch_name(target._dtype)}")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """Multi-class hinge loss: for each sample, sum over classes j != y of
+    weight[y] * max(0, margin - x[y] + x[j]) ** p, divided by C (matches torch.nn.functional.multi_margin_loss).
+
+    input (N, C) or (C,), target (N,) or () int64 class indices, weight (C,). Returns a 0-dim tensor, or
+    (N,) for 'none'. ValueError "only p == 1 and p == 2 supported" / "weight must be one-dimensional";
+    RuntimeError (PyTorch's messages) for a wrong input rank, target size or dtype, a class index out of
+    range, or a weight of the wrong length.
+    """
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, emit_warning=False)
+    _enum(reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    if input.dim() > 2 or (input.dim() >= 1 and input.numel() == 0 and input.dim() != 2):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input._shape)}")
+    unbatched = input.dim() <= 1
+    x = input.reshape(1, -1) if unbatched else input
+    n, c = x._shape
+    if target.numel() != n or (not unbatched and target.dim() != 1) or (unbatched and target.dim() > 1):
+        raise RuntimeError("multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{n}], but got {list(target._shape)}. Input "
+                           f"has shape {list(input._shape)}.")
+    _check_long_target(target)
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight._shape)}")
+    y = target.reshape(n, 1)
+    if n and bool(((y < 0) | (y >= c)).any()):
+        raise RuntimeError("target out of range")
+    z = (x - x.gather(1, y) + margin).clamp(min=0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight.gather(0, y.reshape(-1)).reshape(n, 1)
+    # the j == y term is margin ** p (times the weight), not part of the loss
+    z = z.masked_fill(F_one_hot(y.reshape(-1), c).bool(), 0)
+    loss = z.sum(1) / c
+    if unbatched:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label hinge loss: each row of ``target`` lists the sample's classes, ended by the first -1;
+    the loss is sum over listed j and unlisted i of max(0, 1 - (x[j] - x[i])), divided by C (matches
+    torch.nn.functional.multilabel_margin_loss).
+
+    input (N, C) or (C,), target int64 of the same shape. Returns a 0-dim tensor, or (N,) for 'none'.
+    RuntimeError "inconsistent target size: ... for input of size: ..." and "argument #2 'target' is out
+    of range" as PyTorch.
+    """
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, emit_warning=False)
+    _enum(reduction)
+    if input.dim() > 2:
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input._shape)}")
+    if target._shape != input._shape:
+        raise RuntimeError(f"inconsistent target size: {list(target._shape)} for input of size: "
+                           f"{list(input._shape)}")
+    _check_long_target(target)
+    unbatched = input.dim() <= 1
+    x = input.reshape(1, -1) if unbatched else input
+    t = target.reshape(1, -1) if unbatched else target
+    n, c = x._shape
+    if t.numel() and bool(((t < -1) | (t >= c)).any()):
+        raise RuntimeError("argument #2 'target' is out of range")
+    # listed[k, j]: entry j of row k comes before the row's first -1
+    listed = (t != -1).to(D.int64).cumprod(1).bool()
+    idx = t.clamp(min=0)
+    is_target = (F_one_hot(idx, c).bool() & listed.unsqueeze(-1)).any(1)          # (N, C)
+    x_listed = x.gather(1, idx)                                                   # (N, C) values x[y_j]
+    hinge = (1 - x_listed.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)            # (N, j, i)
+    keep = listed.unsqueeze(2) & (~is_target).unsqueeze(1)
+    loss = hinge.masked_fill(~keep, 0).sum((1, 2)) / c
+    if unbatched:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label one-versus-all logistic loss: -(y log sigmoid(x) + (1 - y) log sigmoid(-x)), times
+    ``weight``, averaged over the class (last) dim (matches torch.nn.functional.multilabel_soft_margin_loss).
+
+    input (N, C) or (C,), target of the same shape with 0 / 1 entries, weight broadcastable to the input.
+    Returns a 0-dim tensor, or (N,) for 'none'. ValueError "<r> is not valid" for a bad reduction.
+    """
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, emit_warning=False)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = loss.sum(class_dim) / input._shape[class_dim]
+    if reduction not in _ENUM:
+        raise ValueError(f"{reduction} is not valid")
+    return _reduce(loss, reduction)
+
+
+# ----------------------------------------------------------------------------- triplet losses
+def _check_triplet(anchor, positive, negative):
+    a, p, n = anchor.dim(), positive.dim(), negative.dim()
+    if not a == p == n:
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a}D, positive {p}D, and negative {n}D inputs")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
+                        reduce=None, reduction="mean"):
+    """max(0, margin + d(a, p) - d(a, n)) with d the p-norm pairwise distance (plus ``eps``) along the last
+    dim; ``swap`` uses min(d(a, n), d(p, n)) (matches torch.nn.functional.triplet_margin_loss).
+
+    anchor, positive, negative (N, D) or (D,) (same rank). Returns a 0-dim tensor, or (N,) for 'none'.
+    ValueError "margin must be greater than 0, got M"; RuntimeError when the ranks differ.
+    """
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, emit_warning=False)
+    _enum(reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _check_triplet(anchor, positive, negative)
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """triplet_margin_loss with any ``distance_function(x1, x2)`` (default: pairwise_distance) (matches
+    torch.nn.functional.triplet_margin_with_distance_loss). ValueError for a bad reduction or margin <= 0;
+    RuntimeError when the ranks differ.
+    """
+    if reduction not in _ENUM:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    _check_triplet(anchor, positive, negative)
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = ember.minimum(d_neg, dist(positive, negative))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)

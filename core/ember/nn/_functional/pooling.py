@@ -1,4 +1,5 @@
-"""ember.nn.functional: pooling (max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool2d, adaptive_max_pool2d).
+"""ember.nn.functional: pooling (max_pool1d/2d, avg_pool1d/2d, adaptive_avg_pool2d, adaptive_max_pool2d,
+lp_pool1d/2d).
 
 Max pooling is the ``max_pool2d_with_indices`` op (1-D pooling runs it over a height of 1);
 average pooling sums the window's ``im2col`` blocks and divides by PyTorch's divisor;
@@ -15,7 +16,7 @@ from ember._ops._nn import pair, pool_out_size
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices", "avg_pool1d",
            "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
-           "adaptive_max_pool2d_with_indices"]
+           "adaptive_max_pool2d_with_indices", "lp_pool1d", "lp_pool2d"]
 
 
 def _fmt(shape):
@@ -216,3 +217,24 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     adaptive_avg_pool2d; ``return_indices`` also returns the flat argmax over H * W."""
     vals, idx = adaptive_max_pool2d_with_indices(input, output_size)
     return (vals, idx) if return_indices else vals
+
+
+def _lp_finish(out, count, norm_type):
+    # sign(out) * relu(|out|): a negative mean of x ** p (odd p) stays negative before the root, as PyTorch
+    return (ember.sign(out) * ember.relu(out.abs()) * count) ** (1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling (sum over the window of x ** p) ** (1 / p): (N, C, L) or (C, L) -> (N, C, L_out)
+    (matches torch.nn.functional.lp_pool1d; computed as avg_pool1d of x ** p times the window size)."""
+    out = avg_pool1d(input ** norm_type, kernel_size, stride if stride is not None else kernel_size, 0, ceil_mode)
+    k = kernel_size if isinstance(kernel_size, numbers.Integral) else kernel_size[0]
+    return _lp_finish(out, k, norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling over 2-D windows: (N, C, H, W) or (C, H, W) -> (N, C, H_out, W_out) (matches
+    torch.nn.functional.lp_pool2d; avg_pool2d of x ** p times the window area)."""
+    kh, kw = pair(kernel_size)
+    out = avg_pool2d(input ** norm_type, kernel_size, stride if stride is not None else kernel_size, 0, ceil_mode)
+    return _lp_finish(out, kh * kw, norm_type)

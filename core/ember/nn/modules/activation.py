@@ -14,7 +14,8 @@ from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Softmin",
            "Softplus", "ELU", "SELU", "CELU", "Hardtanh", "Mish", "Hardswish", "Hardsigmoid", "LogSigmoid",
-           "Softsign", "Tanhshrink", "Hardshrink", "Softshrink", "Threshold", "GLU", "PReLU"]
+           "Softsign", "Tanhshrink", "Hardshrink", "Softshrink", "Threshold", "GLU", "PReLU", "RReLU", "Softmax2d",
+           "MultiheadAttention"]
 
 
 def _inplace_repr(inplace):
@@ -246,6 +247,18 @@ class Softmin(_SoftmaxBase):
         return F.softmin(input, self.dim, _stacklevel=5)
 
 
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) input, at every spatial position
+    (matches torch.nn.Softmax2d). ValueError for other ranks."""
+
+    def forward(self, input):
+        """Softmax along dim -3: (N, C, H, W) or (C, H, W) -> same shape and dtype (matches
+        torch.nn.Softmax2d.forward)."""
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
 class Softplus(Module):
     """log(1 + exp(beta * x)) / beta, linear above ``threshold`` (matches torch.nn.Softplus)."""
 
@@ -439,3 +452,28 @@ class PReLU(Module):
     def extra_repr(self):
         """Settings shown inside the repr: ``num_parameters=...``."""
         return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: slopes drawn uniformly from [lower, upper] for negative inputs in
+    training mode, the fixed slope (lower + upper) / 2 in eval mode (matches torch.nn.RReLU)."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        """Apply F.rrelu with ``training=self.training``: any shape -> same shape and dtype (matches
+        torch.nn.RReLU.forward)."""
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        """Settings shown inside the repr: ``lower=..., upper=...`` and ``inplace=True`` when set."""
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+# PyTorch defines MultiheadAttention in torch.nn.modules.activation; it lives in attention.py here and is
+# re-exported so pickled paths and allow-lists naming the PyTorch module resolve.
+from .attention import MultiheadAttention  # noqa: E402

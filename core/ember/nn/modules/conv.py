@@ -13,10 +13,13 @@ from collections.abc import Iterable
 from ... import empty
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ... import no_grad
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
+           "LazyConvTranspose2d"]
 
 
 def _ntuple(n):
@@ -253,3 +256,92 @@ class ConvTranspose2d(_ConvTransposeNd):
                                               self.dilation)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
                                   self.groups, self.dilation)
+
+
+class _LazyConvXdMixin(LazyModuleMixin):
+    """Lazy convolutions: ``in_channels`` comes from the first input's channel dim (dim 1 batched, dim 0
+    unbatched); weight and bias are UninitializedParameters until then."""
+
+    def _lazy_setup(self, out_channels, bias, device, dtype):
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self):
+        """The convolution's initialisation once the shapes are known; nothing before."""
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def _get_in_channels(self, input):
+        spatial = len(self.kernel_size)
+        if input.dim() not in (spatial + 1, spatial + 2):
+            raise RuntimeError(f"Expected {spatial + 1}D (unbatched) or {spatial + 2}D (batched) input to "
+                             f"{type(self).__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.dim() == spatial + 2 else input.shape[0]
+
+    def initialize_parameters(self, input, *args, **kwargs):
+        """Materialize weight (out_channels, in_channels // groups, *kernel_size) and bias, then initialise.
+        ValueError "in_channels must be divisible by groups" as the eager layer."""
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            with no_grad():
+                if self.transposed:
+                    self.weight.materialize((self.in_channels, self.out_channels // self.groups, *self.kernel_size))
+                else:
+                    self.weight.materialize((self.out_channels, self.in_channels // self.groups,
+                                             *self.kernel_size))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_channels,))
+                self.reset_parameters()
+
+
+class LazyConv1d(_LazyConvXdMixin, Conv1d):
+    """A Conv1d whose ``in_channels`` is inferred from the first input; becomes a Conv1d then (matches
+    torch.nn.LazyConv1d). ``LazyConv1d(out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+    bias=True, padding_mode='zeros', device=None, dtype=None)``."""
+
+    cls_to_become = Conv1d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+        self._lazy_setup(out_channels, bias, device, dtype)
+
+
+class LazyConv2d(_LazyConvXdMixin, Conv2d):
+    """A Conv2d whose ``in_channels`` is inferred from the first input; becomes a Conv2d then (matches
+    torch.nn.LazyConv2d). Arguments as Conv2d without ``in_channels``."""
+
+    cls_to_become = Conv2d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+        self._lazy_setup(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose1d(_LazyConvXdMixin, ConvTranspose1d):
+    """A ConvTranspose1d whose ``in_channels`` is inferred from the first input (matches
+    torch.nn.LazyConvTranspose1d). Arguments as ConvTranspose1d without ``in_channels``."""
+
+    cls_to_become = ConvTranspose1d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode)
+        self._lazy_setup(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
+    """A ConvTranspose2d whose ``in_channels`` is inferred from the first input (matches
+    torch.nn.LazyConvTranspose2d). Arguments as ConvTranspose2d without ``in_channels``."""
+
+    cls_to_become = ConvTranspose2d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode)
+        self._lazy_setup(out_channels, bias, device, dtype)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from .. import functional as F
 from .._functional.loss import legacy_reduction
+from .distance import PairwiseDistance
 from .module import Module
 
 __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "SoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss",
-           "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss"]
+           "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
+           "MultiLabelSoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss"]
 
 
 class _Loss(Module):
@@ -276,3 +278,90 @@ class HingeEmbeddingLoss(_Loss):
         reduction 'mean' / 'sum', the elementwise loss for 'none' (matches torch.nn.HingeEmbeddingLoss.forward).
         """
         return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge loss (matches torch.nn.MultiMarginLoss; see F.multi_margin_loss). ValueError
+    "only p == 1 and p == 2 supported" / "weight must be one-dimensional" at construction."""
+
+    __constants__ = ["p", "margin", "reduction"]
+
+    def __init__(self, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p != 1 and p != 2:
+            raise ValueError("only p == 1 and p == 2 supported")
+        if weight is not None and weight.dim() != 1:
+            raise ValueError("weight must be one-dimensional")
+        self.p = p
+        self.margin = margin
+
+    def forward(self, input, target):
+        """F.multi_margin_loss of input (N, C) or (C,) and int64 target (N,) or () -> 0-dim, or (N,) for
+        'none'."""
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight,
+                                   reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-label hinge loss over class-index targets ended by -1 (matches torch.nn.MultiLabelMarginLoss;
+    see F.multilabel_margin_loss)."""
+
+    __constants__ = ["reduction"]
+
+    def forward(self, input, target):
+        """F.multilabel_margin_loss of input (N, C) or (C,) and an int64 target of the same shape -> 0-dim, or
+        (N,) for 'none'."""
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Multi-label one-versus-all logistic loss (matches torch.nn.MultiLabelSoftMarginLoss; see
+    F.multilabel_soft_margin_loss)."""
+
+    __constants__ = ["reduction"]
+
+    def forward(self, input, target):
+        """F.multilabel_soft_margin_loss of input (N, C) and 0 / 1 target (N, C) -> 0-dim, or (N,) for 'none'."""
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """max(0, margin + d(a, p) - d(a, n)) with the p-norm distance (matches torch.nn.TripletMarginLoss; see
+    F.triplet_margin_loss). ValueError "TripletMarginLoss: expected margin to be greater than 0, got M
+    instead" at construction."""
+
+    __constants__ = ["margin", "p", "eps", "swap", "reduction"]
+
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        """F.triplet_margin_loss of (N, D) or (D,) inputs -> 0-dim, or (N,) for 'none'."""
+        return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps,
+                                     swap=self.swap, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """Triplet loss with any distance function (matches torch.nn.TripletMarginWithDistanceLoss; see
+    F.triplet_margin_with_distance_loss). ValueError "TripletMarginWithDistanceLoss: expected margin to be
+    greater than 0, got M instead" at construction."""
+
+    __constants__ = ["margin", "swap", "reduction"]
+
+    def __init__(self, *, distance_function=None, margin=1.0, swap=False, reduction="mean"):
+        super().__init__(size_average=None, reduce=None, reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
+                             "instead")
+        self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        """F.triplet_margin_with_distance_loss with the stored settings -> 0-dim, or (N,) for 'none'."""
+        return F.triplet_margin_with_distance_loss(anchor, positive, negative,
+                                                   distance_function=self.distance_function, margin=self.margin,
+                                                   swap=self.swap, reduction=self.reduction)

@@ -220,13 +220,15 @@ class Module:
 
     # ------------------------------------------------------------ calling
     def __call__(self, *args, **kwargs):
-        if self._forward_pre_hooks or self._forward_hooks:
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks:
             return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
     def _call_with_hooks(self, args, kwargs):
-        """The slow path of ``__call__``: forward pre-hooks, forward, forward hooks."""
+        """The slow path of ``__call__``: forward pre-hooks, forward, forward hooks; full backward hooks wrap
+        the tensor inputs (after the pre-hooks) and outputs (after the forward hooks)."""
         called_always = set()
+        bw_hook = None
         try:
             for hook_id, hook in list(self._forward_pre_hooks.items()):
                 if hook_id in self._forward_pre_hooks_with_kwargs:
@@ -241,6 +243,10 @@ class Module:
                     result = hook(self, args)
                     if result is not None:
                         args = result if isinstance(result, tuple) else (result,)
+            if self._backward_hooks or self._backward_pre_hooks:
+                from ._backward_hook import BackwardHook
+                bw_hook = BackwardHook(self, self._backward_hooks, self._backward_pre_hooks)
+                args = bw_hook.setup_input_hook(args)
             output = self.forward(*args, **kwargs)
             for hook_id, hook in list(self._forward_hooks.items()):
                 if hook_id in self._forward_hooks_always_called:
@@ -251,6 +257,8 @@ class Module:
                     result = hook(self, args, output)
                 if result is not None:
                     output = result
+            if bw_hook is not None:
+                output = bw_hook.setup_output_hook(output)
             return output
         except Exception:
             # hooks registered with always_call=True run even when forward (or a hook) raised
@@ -294,6 +302,27 @@ class Module:
             self._forward_hooks_always_called[handle.id] = True
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """Run ``hook(module, grad_input, grad_output)`` when the gradients w.r.t. the module's tensor inputs
+        have been computed; grad_input / grad_output are tuples (None for an input that needs no gradient),
+        and a non-None result (a tuple of the same length) replaces grad_input. Returns a RemovableHandle
+        (matches torch.nn.Module.register_full_backward_hook)."""
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """Run ``hook(module, grad_output)`` when the gradients w.r.t. the module's tensor outputs have been
+        computed, before those w.r.t. its inputs; a non-None result (a tuple of the same length) replaces
+        grad_output. Returns a RemovableHandle (matches torch.nn.Module.register_full_backward_pre_hook)."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
         return handle
 
     # ------------------------------------------------------------ registration

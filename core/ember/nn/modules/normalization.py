@@ -9,7 +9,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
 def _affine(module, affine, bias, shape, device, dtype):
@@ -126,3 +126,26 @@ class RMSNorm(Module):
     def extra_repr(self):
         """Settings shown inside the repr: ``(shape,), eps=..., elementwise_affine=...``."""
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    """Normalise each channel of (N, C, *) input by the squared activity of ``size`` neighbouring
+    channels: x / (k + alpha / size * sum x**2) ** beta (matches torch.nn.LocalResponseNorm; errors as
+    F.local_response_norm)."""
+
+    __constants__ = ["size", "alpha", "beta", "k"]
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        """F.local_response_norm with the stored settings: same shape and dtype."""
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        """Settings shown inside the repr: ``size, alpha=..., beta=..., k=...``."""
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,5 +1,5 @@
 """Pooling layers (matches torch.nn): MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d,
-AdaptiveMaxPool1d/2d. ``stride`` defaults to ``kernel_size``; the computation is
+AdaptiveMaxPool1d/2d, LPPool1d/2d. ``stride`` defaults to ``kernel_size``; the computation is
 ember.nn.functional's pooling."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from .conv import _single
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+           "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "LPPool1d", "LPPool2d"]
 
 
 class _MaxPoolNd(Module):
@@ -158,3 +158,35 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
         ``return_indices`` a tuple (output, int64 indices) (matches torch.nn.AdaptiveMaxPool2d.forward).
         """
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class _LPPoolNd(Module):
+    __constants__ = ["norm_type", "kernel_size", "stride", "ceil_mode"]
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def extra_repr(self):
+        """Settings shown inside the repr, in PyTorch's order."""
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling (sum of x ** p over each window) ** (1 / p) (matches torch.nn.LPPool1d)."""
+
+    def forward(self, input):
+        """F.lp_pool1d: (N, C, L) or (C, L) -> (N, C, L_out) or (C, L_out), same dtype."""
+        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling over 2-D windows (matches torch.nn.LPPool2d)."""
+
+    def forward(self, input):
+        """F.lp_pool2d: (N, C, H, W) or (C, H, W) -> pooled, same dtype."""
+        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)

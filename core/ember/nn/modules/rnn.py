@@ -5,7 +5,12 @@ one matmul (input-to-hidden weights and both biases where they add), then loops 
 time steps with one hidden-to-hidden matmul each. Parameter names, shapes, gate orders
 (LSTM: input, forget, cell, output; GRU: reset, update, new) and the default
 initialisation U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) are PyTorch's, so state dicts
-load across. Packed sequences are not supported.
+load across.
+
+PackedSequence input (ember.nn.utils.rnn) runs on the padded batch in packed (length-sorted)
+order with a mask per time step: a sequence whose steps are over keeps its state, so h_n is
+each sequence's state after its own last step (its first, for the reverse direction), and
+the output is packed again with the input's batch sizes and permutation.
 """
 from __future__ import annotations
 
@@ -52,13 +57,20 @@ def _gru_step(xw, h, c, w_hh, b_hh, w_hr):
     return n + z * (h - n), None
 
 
-def _run_direction(step, xw, h, c, w_hh, b_hh, w_hr, reverse):
-    """Loop ``step`` over the time steps of the projected input ``xw`` (L, N, G); outputs (L, N, H)."""
+def _run_direction(step, xw, h, c, w_hh, b_hh, w_hr, reverse, active=None):
+    """Loop ``step`` over the time steps of the projected input ``xw`` (L, N, G); outputs (L, N, H).
+    ``active`` (packed input): per step a (N, 1) bool mask of the sequences still running; the others
+    keep their state."""
     steps = xw.unbind(0)
     outs = [None] * len(steps)
     order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
     for t in order:
-        h, c = step(steps[t], h, c, w_hh, b_hh, w_hr)
+        h_new, c_new = step(steps[t], h, c, w_hh, b_hh, w_hr)
+        if active is None or active[t] is None:
+            h, c = h_new, c_new
+        else:
+            h = ember.where(active[t], h_new, h)
+            c = ember.where(active[t], c_new, c) if c is not None else None
         outs[t] = h
     return ember.stack(outs, 0), h, c
 
@@ -168,8 +180,9 @@ class RNNBase(Module):
         if tuple(hx._shape) != expected:
             raise RuntimeError(msg.format(expected, list(hx._shape)))
 
-    def _run(self, x, hs, cs):
-        """All layers over x (L, N, in); hs / cs: initial states per (layer, direction)."""
+    def _run(self, x, hs, cs, active=None):
+        """All layers over x (L, N, in); hs / cs: initial states per (layer, direction); ``active`` the
+        per-step masks of packed input."""
         step = {"LSTM": _lstm_step, "GRU": _gru_step, "RNN_TANH": _rnn_step("tanh"),
                 "RNN_RELU": _rnn_step("relu")}[self.mode]
         num_directions = 2 if self.bidirectional else 1
@@ -183,7 +196,7 @@ class RNNBase(Module):
                 xw = F.linear(x, w_ih, b)
                 k = layer * num_directions + direction
                 out, h, c = _run_direction(step, xw, hs[k], cs[k] if cs is not None else None, w_hh,
-                                           b_hh if self.mode == "GRU" else None, w_hr, direction == 1)
+                                           b_hh if self.mode == "GRU" else None, w_hr, direction == 1, active)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)
@@ -211,6 +224,35 @@ class RNNBase(Module):
             s += ", bidirectional={bidirectional}"
         return s.format(**self.__dict__)
 
+    def flatten_parameters(self):
+        """A no-op: PyTorch packs the weights into one cuDNN buffer here; ember's weights need no packing
+        (matches torch.nn.RNNBase.flatten_parameters off cuDNN)."""
+        return None
+
+    def _prepare_packed(self, packed):
+        """Padded (L, N, in) input in packed order, and the per-step masks of running sequences."""
+        from ..utils.rnn import _padded_sorted
+        if packed.data.dim() != 2:
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {packed.data.dim()}D "
+                             "instead")
+        if packed.data._shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                               f"got {packed.data._shape[-1]}")
+        x, sizes = _padded_sorted(packed)
+        n = sizes[0] if sizes else 0
+        rows = ember.arange(n, device=x.device).unsqueeze(1)
+        active = [None if bs == n else rows < bs for bs in sizes]
+        return x, n, active
+
+    def _finish_packed(self, out, packed):
+        from ..utils.rnn import PackedSequence, _pack_sorted
+        return PackedSequence(_pack_sorted(out, packed.batch_sizes), packed.batch_sizes, packed.sorted_indices,
+                              packed.unsorted_indices)
+
+    @staticmethod
+    def _permute(hx, indices):
+        return hx if indices is None else hx.index_select(1, indices)
+
     def _prepare(self, input):
         """(input as (L, N, in), batched?, batch size)."""
         self._check_input(input)
@@ -236,7 +278,14 @@ class RNNBase(Module):
         equal to input_size. ..." and "Expected hidden size (...), got [...]". Matches torch.nn.RNN.forward /
         torch.nn.GRU.forward.
         """
-        x, batched, n = self._prepare(input)
+        from ..utils.rnn import PackedSequence
+        packed = input if isinstance(input, PackedSequence) else None
+        active = None
+        if packed is not None:
+            x, n, active = self._prepare_packed(packed)
+            batched = True
+        else:
+            x, batched, n = self._prepare(input)
         expected = self._expected_hidden(n)
         if hx is None:
             hx = zeros(expected, dtype=x._dtype, device=x.device)
@@ -247,8 +296,12 @@ class RNNBase(Module):
                 raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
             if not batched:
                 hx = hx.unsqueeze(1)
+            if packed is not None:
+                hx = self._permute(hx, packed.sorted_indices)
             self._check_hidden(hx, expected)
-        out, h_n, _ = self._run(x, hx.unbind(0), None)
+        out, h_n, _ = self._run(x, hx.unbind(0), None, active)
+        if packed is not None:
+            return self._finish_packed(out, packed), self._permute(h_n, packed.unsorted_indices)
         return self._finish(out, batched), (h_n if batched else h_n.squeeze(1))
 
 
@@ -300,7 +353,14 @@ class LSTM(RNNBase):
         (and the unbatched form), "Expected hidden[0] size ..., got ..." / "Expected hidden[1] size ...".
         Matches torch.nn.LSTM.forward.
         """
-        x, batched, n = self._prepare(input)
+        from ..utils.rnn import PackedSequence
+        packed = input if isinstance(input, PackedSequence) else None
+        active = None
+        if packed is not None:
+            x, n, active = self._prepare_packed(packed)
+            batched = True
+        else:
+            x, batched, n = self._prepare(input)
         exp_h, exp_c = self._expected_hidden(n), self._expected_hidden(n, cell=True)
         if hx is None:
             h0 = zeros(exp_h, dtype=x._dtype, device=x.device)
@@ -315,9 +375,14 @@ class LSTM(RNNBase):
                                    f"({h0.dim()}-D, {c0.dim()}-D) tensors")
             if not batched:
                 h0, c0 = h0.unsqueeze(1), c0.unsqueeze(1)
+            if packed is not None:
+                h0, c0 = self._permute(h0, packed.sorted_indices), self._permute(c0, packed.sorted_indices)
             self._check_hidden(h0, exp_h, "Expected hidden[0] size {}, got {}")
             self._check_hidden(c0, exp_c, "Expected hidden[1] size {}, got {}")
-        out, h_n, c_n = self._run(x, h0.unbind(0), c0.unbind(0))
+        out, h_n, c_n = self._run(x, h0.unbind(0), c0.unbind(0), active)
+        if packed is not None:
+            idx = packed.unsorted_indices
+            return self._finish_packed(out, packed), (self._permute(h_n, idx), self._permute(c_n, idx))
         if not batched:
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
         return self._finish(out, batched), (h_n, c_n)
