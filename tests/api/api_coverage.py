@@ -52,6 +52,23 @@ ABSENT = {
         ("fbgemm_*", "FBGEMM's private entry points: quantized kernels are ember-quantized's (docs/architecture.md)"),
         ("is_vulkan_available", "no Vulkan backend"),
     ],
+    "torch.autograd": [
+        ("Profiler*", "the Kineto profiler's types: ember has no tracer (ember.profiler counts fallbacks and copies)"),
+        ("DeviceType", "PyTorch's C++ device-type enum: ember's device types are strings registered by plugins"),
+        ("NestedIOFunction", "a legacy form of autograd.Function that PyTorch keeps for old code"),
+        ("handle_torch_function", "the __torch_function__ override protocol: ember has none"),
+    ],
+    "torch.utils.data": [
+        ("*DataPipe", "DataPipes: deprecated by PyTorch (moved to torchdata), not carried over"),
+        ("DataChunk", "DataPipes: deprecated by PyTorch (moved to torchdata), not carried over"),
+        ("functional_datapipe", "DataPipes: deprecated by PyTorch (moved to torchdata), not carried over"),
+        ("*validation*", "DataPipes' type validation: deprecated by PyTorch with DataPipes"),
+        ("guaranteed_datapipes_determinism", "DataPipes: deprecated by PyTorch with DataPipes"),
+        ("non_deterministic", "DataPipes: deprecated by PyTorch with DataPipes"),
+    ],
+    "torch.func": [
+        ("functionalize", "a graph pass removing mutation for compilers; ember's transforms run eagerly"),
+    ],
     "torch.Tensor": [
         ("to_mkldnn", "no oneDNN layout"),
     ],

@@ -15,6 +15,9 @@ from .function import Function, FunctionCtx, once_differentiable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
 from . import functional, forward_ad
+from ._compat import (Variable, variable, SavedTensor, is_tensor_like, has_torch_function,  # noqa: F401
+                      set_multithreading_enabled, is_multithreading_enabled, is_view_replay_enabled,
+                      kineto_available)
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly",

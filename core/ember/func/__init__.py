@@ -724,3 +724,64 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                     object.__delattr__(mod, n)
             else:
                 getattr(mod, kind)[n] = old
+
+
+# ---------------------------------------------------------------- linearize, ensembling helpers, debug_unwrap
+def linearize(func, *primals):
+    """``(func(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the Jacobian-vector product of ``func`` at
+    ``primals`` (matches torch.func.linearize). ``jvp_fn`` re-derives the product with ``jvp`` (the double-vjp
+    trick) at each call rather than keeping a linearised graph: the same values, more compute.
+
+    :raises RuntimeError: as ``jvp`` for tangents of the wrong structure or shape."""
+    output = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+    return output, jvp_fn
+
+
+def stack_module_state(models):
+    """``(params, buffers)``: for ``M`` modules of one class, each parameter and buffer stacked along a new
+    leading dim of size ``M``, keyed by name (matches torch.func.stack_module_state). Stacked parameters are
+    new leaves that require grad when the originals do.
+
+    :raises RuntimeError: no models, models of different classes, or in different training modes."""
+    import ember
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if len({type(m) for m in models}) != 1:
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+
+    def stacked(named):
+        out = {}
+        for name, t in named(models[0]):
+            s = ember.stack([dict(named(m))[name].detach() for m in models])
+            out[name] = s.requires_grad_(t.requires_grad) if t.is_floating_point() or t.is_complex() else s
+        return out
+    return (stacked(lambda m: m.named_parameters()), stacked(lambda m: m.named_buffers()))
+
+
+def replace_all_batch_norm_modules_(root):
+    """Make every BatchNorm of ``root`` use batch statistics only: ``running_mean`` / ``running_var`` None and
+    ``track_running_stats`` False, in place; returns ``root`` (matches
+    torch.func.replace_all_batch_norm_modules_)."""
+    from ..nn.modules.batchnorm import _BatchNorm
+    for m in root.modules():
+        if isinstance(m, _BatchNorm):
+            m.running_mean = None
+            m.running_var = None
+            m.num_batches_tracked = None
+            m.track_running_stats = False
+    return root
+
+
+def debug_unwrap(tensor, *, recurse=True):
+    """``tensor`` itself: ember's transforms (vmap is a loop, grad is the autograd engine) never wrap tensors
+    (matches torch.func.debug_unwrap on an unwrapped tensor)."""
+    return tensor
+
+
+__all__ += ["linearize", "stack_module_state", "replace_all_batch_norm_modules_", "debug_unwrap"]
