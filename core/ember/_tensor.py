@@ -718,6 +718,9 @@ class Tensor:
         if len(src) != len(dst):
             raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
                                f"the same number of dims as destination ({dst} dims)")
+        for what, given, wrapped in (("source", source, src), ("destination", destination, dst)):
+            if len(set(wrapped)) != len(wrapped):   # PyTorch's message shows the dims as given
+                raise RuntimeError(f"movedim: repeated dim in `{what}` ({list(given)})")
         order = [None] * n
         for s, d in zip(src, dst):
             order[d] = s
@@ -732,14 +735,18 @@ class Tensor:
         if self._requires_grad and _AG.check:
             return _record_view("UnfoldBackward0", "scatter", Tensor.unfold, self, dimension, size, step)
         n = len(self._shape)
-        d = _wrap_dim(dimension, n) if n else 0
+        d = _wrap_dim(dimension, max(n, 1))
         dim_size = self._shape[d] if n else 1
+        if size < 0:
+            raise RuntimeError(f"size is {size} but must be >= 0")
         if size > dim_size:
             raise RuntimeError(f"maximum size for tensor at dimension {d} is {dim_size} but size is {size}")
         if step <= 0:
             raise RuntimeError(f"step is {step} but must be > 0")
+        if not n:   # as PyTorch: a 0-dim tensor gives just the window dim, (size,)
+            return self._view((size,), (1,), self._offset)
         count = (dim_size - size) // step + 1
-        dst = self._stride[d] if n else 1
+        dst = self._stride[d]
         shape = self._shape[:d] + (count,) + self._shape[d + 1:] + (size,)
         stride = self._stride[:d] + (dst * step,) + self._stride[d + 1:] + (dst,)
         return self._view(shape, stride, self._offset)

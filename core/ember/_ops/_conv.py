@@ -57,7 +57,11 @@ def _geometry(op, x_shape, w_shape, dtype, stride, padding, dilation, groups):
     if H + 2 * ph < eh or W + 2 * pw < ew:
         raise RuntimeError(f"Calculated padded input size per channel: ({H + 2 * ph} x {W + 2 * pw}). Kernel size: "
                            f"({eh} x {ew}). Kernel size can't be greater than actual input size")
-    if not dtype.is_floating_point:
+    # PyTorch's cpu convolution takes every dtype but bool, integers and complex included; its dilated
+    # kernel only floating, complex and int64
+    if (dh, dw) != (1, 1) and not (dtype.is_floating_point or dtype.is_complex or dtype is D.int64):
+        raise NotImplementedError(f"\"slow_conv_dilated<>\" not implemented for '{D.torch_name(dtype)}'")
+    if dtype is D.bool:
         raise NotImplementedError(f"\"slow_conv2d_cpu\" not implemented for '{D.torch_name(dtype)}'")
     return (N, O, blocks(H, kh, dh, ph, sh), blocks(W, kw, dw, pw, sw))
 
@@ -109,7 +113,7 @@ conv2d = declare(
     doc="2-D cross-correlation of a batched NCHW ``input`` (N, C, H, W) with ``weight`` (O, C / groups, kH, kW) "
         "plus ``bias`` (O,) -> (N, O, H_out, W_out), H_out = (H + 2 padding - dilation (kH - 1) - 1) // stride + 1 "
         "(matches torch.conv2d with int paddings; torch.nn.functional.conv2d adds 'same' / 'valid' and unbatched "
-        "inputs). Floating dtypes (NotImplementedError otherwise); RuntimeError in PyTorch's words for channel / "
+        "inputs). Every dtype but bool (NotImplementedError), as PyTorch's cpu kernel; RuntimeError in PyTorch's words for channel / "
         "groups / bias mismatches, a kernel larger than the padded input and non-positive stride or dilation.")
 
 

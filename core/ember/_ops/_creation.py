@@ -242,6 +242,11 @@ def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, req
 
     dtype: int64 when all of start/end/step are integers, else the default dtype.
     RuntimeError for step == 0 or a step of the wrong sign.
+
+    With an integer ``dtype`` and float bounds, as PyTorch's cpu kernel: start, end and step are
+    truncated to integers and the values are start + i * step; the length is counted in integers
+    for int64 (ValueError "step must be nonzero" when step truncates to 0) and from the float
+    bounds for the narrower integer dtypes. NotImplementedError for bool.
     """
     if end is None:
         start, end = 0, start
@@ -254,6 +259,16 @@ def arange(start, end=None, step=1, *, dtype=None, layout=None, device=None, req
     if dtype is None:
         dtype = D.int64 if all(isinstance(v, int) for v in vals) else D.get_default_dtype()
     size = builtins.max(math.ceil((end - start) / step), 0)
+    if dtype is D.bool:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    if not (dtype.is_floating_point or dtype.is_complex) and not all(isinstance(v, int) for v in vals):
+        start, end, step = (int(v) for v in vals)   # C++ truncation toward zero
+        if dtype is D.int64:
+            if step == 0:
+                raise ValueError("step must be nonzero")
+            num = end - start + step - (1 if step > 0 else -1)
+            quotient = abs(num) // abs(step) * (1 if (num >= 0) == (step > 0) else -1)   # C division
+            size = builtins.max(quotient, 0)
     return _finish(_arange(start, end, step, size, dtype, _device(device), out=out), requires_grad)
 
 
@@ -263,20 +278,46 @@ _linspace = declare("linspace(Scalar start, Scalar end, int steps, float base, S
                     doc="kernel entry for ember.linspace / logspace (base 0 means linear)")
 
 
-def linspace(start, end, steps, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (matches torch.linspace)."""
+def _space_args(name, start, end, steps, dtype):
+    """Checked (start, end, steps, dtype) for linspace / logspace: 0-dim tensor bounds become numbers,
+    and with an integer dtype the bounds truncate to integers first, as PyTorch's cpu kernels do."""
+    for what, v in (("start", start), ("end", end)):
+        if isinstance(v, Tensor) and v._shape:
+            raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got {what} with "
+                               f"{len(v._shape)} dimension(s).")
+    if isinstance(steps, Tensor) and not steps._shape and not (steps._dtype.is_floating_point or
+                                                              steps._dtype.is_complex):
+        steps = steps.item()
+    if not isinstance(steps, numbers.Integral) or isinstance(steps, bool):
+        raise TypeError(f"{name}(): argument 'steps' (position 3) must be int, not {type(steps).__name__}")
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    return _finish(_linspace(start, end, int(steps), 0.0, dtype or D.get_default_dtype(), _device(device), out=out),
-                   requires_grad)
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    dtype = dtype or D.get_default_dtype()
+    if dtype is D.bool:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    if not (dtype.is_floating_point or dtype.is_complex) and steps != 1:   # one step: start as given
+        start, end = int(start.real if isinstance(start, complex) else start), \
+            int(end.real if isinstance(end, complex) else end)
+    return start, end, int(steps), dtype
+
+
+def linspace(start, end, steps, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (matches torch.linspace).
+
+    ``start`` / ``end`` are numbers or 0-dim tensors (RuntimeError for more dims); with an integer
+    dtype they truncate to integers before spacing and the values truncate (as PyTorch's cpu kernel).
+    RuntimeError for negative ``steps``, TypeError for a non-integer one, NotImplementedError for bool.
+    """
+    start, end, steps, dtype = _space_args("linspace", start, end, steps, dtype)
+    return _finish(_linspace(start, end, steps, 0.0, dtype, _device(device), out=out), requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
-    """``base ** linspace(start, end, steps)`` (matches torch.logspace)."""
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
-    return _finish(_linspace(start, end, int(steps), float(base), dtype or D.get_default_dtype(), _device(device),
-                             out=out), requires_grad)
+    """``base ** linspace(start, end, steps)`` (matches torch.logspace); bounds, dtypes and errors as
+    :func:`linspace`."""
+    start, end, steps, dtype = _space_args("logspace", start, end, steps, dtype)
+    return _finish(_linspace(start, end, steps, float(base), dtype, _device(device), out=out), requires_grad)
 
 
 _eye = declare("eye(int n, int m, ScalarType dtype, Device device) -> Tensor",

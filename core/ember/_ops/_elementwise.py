@@ -140,8 +140,16 @@ def _declare_unary(name, rule, inplace, doc):
         _g[name + "_"] = fn.inplace
 
 
+#: which operands may be Python numbers, as in PyTorch's signatures (default: both, as add / mul):
+#: "other" - the input must be a Tensor; "none" - both must be Tensors (TypeError otherwise)
+SCALARS = {**dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge", "fmod", "copysign"), "other"),
+           **dict.fromkeys(("atan2", "hypot", "maximum", "minimum", "fmax", "fmin", "logical_and", "logical_or",
+                            "logical_xor"), "none")}
+
+
 def _declare_binary(name, rule, alpha, bool_ok, inplace, doc):
-    meta = make_binary_meta(name, rule, alpha=alpha, bool_ok=bool_ok, errors=ERRORS.get(name))
+    meta = make_binary_meta(name, rule, alpha=alpha, bool_ok=bool_ok, errors=ERRORS.get(name),
+                            scalars=SCALARS.get(name, "both"))
     extra = ", *, Scalar alpha=1" if alpha else ""
     fn = declare(f"{name}(Tensor self, Tensor other{extra}) -> Tensor", meta, inplace=inplace,
                  doc=f"{doc} Matches torch.{name}; the result shape is the broadcast of the inputs' "
@@ -308,14 +316,14 @@ clamp_ = clamp.inplace
 clip, clip_ = clamp, clamp_
 
 
-def clamp_min(input, min):
-    """``clamp(input, min=min)``."""
-    return clamp(input, min=min)
+def clamp_min(input, min, *, out=None):
+    """``clamp(input, min=min)``, ``out=`` included (matches torch.clamp_min)."""
+    return clamp(input, min=min, out=out)
 
 
-def clamp_max(input, max):
-    """``clamp(input, max=max)``."""
-    return clamp(input, max=max)
+def clamp_max(input, max, *, out=None):
+    """``clamp(input, max=max)``, ``out=`` included (matches torch.clamp_max)."""
+    return clamp(input, max=max, out=out)
 
 
 def _lerp_meta(self, end, weight):

@@ -195,7 +195,7 @@ def sign(self, *, out):
     if self._dtype is D.bool:
         return _finish(out, self)
     zero = E.mul(self, 0) if not self._dtype.is_floating_point else _const(0.0, self)
-    r = E.where(E.lt(0, self), 1, zero)                # 0, -0.0 and NaN -> 0 (PyTorch: sign(nan) == 0)
+    r = E.where(E.gt(self, 0), 1, zero)                # 0, -0.0 and NaN -> 0 (PyTorch: sign(nan) == 0)
     if self._dtype.is_signed:
         r = E.where(E.lt(self, 0), -1, r)
     return _finish(out, r)
@@ -298,7 +298,7 @@ def atan(self, *, out):
     x = _as(self, _work(_key_dtype("atan", self)))
     if x._dtype.is_complex:                       # atan(z) = -i atanh(i z)
         return _finish(out, E.mul(_atanh(E.mul(x, 1j)), -1j))
-    return _finish(out, E.atan2(x, 1.0))
+    return _finish(out, E.atan2(x, _const(1.0, x)))
 
 
 def _sinh_cosh_real(x, want_sinh):
@@ -354,7 +354,7 @@ def _tanh(x):
         den = E.add(E.mul(beta, s2), 1)
         r_re = E.true_divide(E.mul(E.mul(beta, E.sqrt(E.add(s2, 1))), sh), den)
         r_im = E.true_divide(t, den)
-        big = E.lt(9.0 if re._dtype is D.float32 else 22.0, E.abs(re))
+        big = E.gt(E.abs(re), 9.0 if re._dtype is D.float32 else 22.0)
         b_re = E.where(E.lt(re, 0), -1.0, 1.0)
         b_im = E.mul(E.mul(E.mul(E.sin(im), E.cos(im)), 4), E.exp(E.mul(E.abs(re), -2)))
         return _complex(E.where(big, b_re, r_re), E.where(big, b_im, r_im))
@@ -388,7 +388,7 @@ def _asinh(x):
     a = E.abs(x)
     a2 = E.mul(a, a)                                        # log1p(a + a^2 / (1 + sqrt(1 + a^2)))
     r = E.log1p(E.add(a, E.true_divide(a2, E.add(E.sqrt(E.add(a2, 1)), 1))))
-    r = E.where(E.lt(_big(x._dtype), a), E.add(E.log(a), _LN2), r)
+    r = E.where(E.gt(a, _big(x._dtype)), E.add(E.log(a), _LN2), r)
     return _with_sign_of(x, r)
 
 
@@ -411,7 +411,7 @@ def acosh(self, *, out):
         return _finish(out, E.log(E.add(x, E.mul(E.sqrt(E.add(x, 1)), E.sqrt(E.add(x, -1))))))
     t = E.add(x, -1)                                        # log1p(t + sqrt(2t + t^2)), t = x - 1
     r = E.log1p(E.add(t, E.sqrt(E.mul(t, E.add(t, 2)))))
-    r = E.where(E.lt(_big(x._dtype), x), E.add(E.log(x), _LN2), r)
+    r = E.where(E.gt(x, _big(x._dtype)), E.add(E.log(x), _LN2), r)
     r = E.where(E.lt(x, 1), math.nan, r)
     return _finish(out, r)
 
@@ -469,7 +469,7 @@ def _round_half_even(x):
     # that case is a "tie" with f = -1 odd, giving 0, still the right answer
     d = _sub(x, f)
     odd = _not(E.eq(E.fmod(f, 2), 0))     # (inf: fmod is NaN -> "odd", and inf + 1 = inf)
-    r = E.where(E.lt(0.5, d), E.add(f, 1), E.where(E.lt(d, 0.5), f, E.where(odd, E.add(f, 1), f)))
+    r = E.where(E.gt(d, 0.5), E.add(f, 1), E.where(E.lt(d, 0.5), f, E.where(odd, E.add(f, 1), f)))
     return E.where(E.eq(r, 0), E.mul(x, 0), r)      # -0.3 -> -0.0
 
 
@@ -602,6 +602,10 @@ def sub(self, other, *, alpha=1, out):
 def _operands(name, self, other):
     """Both operands in the op's computation dtype (float16 / bfloat16 widened), and that dtype."""
     cd = _work(_key_dtype(name, self, other))
+    if not _is_t(self):   # a Python number first (remainder(2, t)): a 0-dim tensor, as fmod takes a Tensor first
+        t = empty_on((), cd, other._device)
+        t.fill_(self)
+        self = t
     return _as(self, cd), _as(other, cd), cd
 
 
@@ -620,7 +624,7 @@ def _divmod_float(a, b):
     mod = E.where(adj, E.add(mod, b), mod)
     mod = E.where(nz, mod, E.where(_lt0(b), -0.0, 0.0) if _is_t(b) else (-0.0 if b < 0 else 0.0))
     fl = E.floor(div)
-    fl = E.where(E.lt(0.5, _sub(div, fl)), E.add(fl, 1), fl)
+    fl = E.where(E.gt(_sub(div, fl), 0.5), E.add(fl, 1), fl)
     q = E.true_divide(a, b)
     fl = E.where(E.eq(div, 0), E.mul(q, 0), fl)          # a zero quotient takes the sign of a / b
     bz = E.eq(b, 0) if _is_t(b) else b == 0
@@ -764,10 +768,20 @@ def ne(self, other, *, out):
     return _finish(out, _not(_E().eq(self, other)))
 
 
+def _tensor_operand(name, self, other):
+    """``other`` itself, or (a Python number) a 0-dim tensor in ``name``'s computation dtype, so the
+    operands can be swapped: ``lt`` takes a Tensor first, as PyTorch's."""
+    if _is_t(other):
+        return other
+    t = empty_on((), _key_dtype(name, self, other), self._device)
+    t.fill_(other)
+    return t
+
+
 @composite("gt")
 def gt(self, other, *, out):
     """Composite of ``gt``: lt(other, self)."""
-    return _finish(out, _E().lt(other, self))
+    return _finish(out, _E().lt(_tensor_operand("gt", self, other), self))
 
 
 @composite("le")
@@ -781,7 +795,7 @@ def le(self, other, *, out):
 def ge(self, other, *, out):
     """Composite of ``ge``: lt(other, self) or eq(self, other)."""
     E = _E()
-    return _finish(out, _or(E.lt(other, self), E.eq(self, other)))
+    return _finish(out, _or(E.lt(_tensor_operand("ge", self, other), self), E.eq(self, other)))
 
 
 # ---------------------------------------------------------------- ops with extra arguments

@@ -763,13 +763,40 @@ def index_fill(input, dim, index, value):
     Matches torch.index_fill. IndexError for an out-of-range index or a non-int64 index;
     RuntimeError for a value tensor with dims or a 2-dim index."""
     _index_fill_meta(input, dim, index, value)
+    if _value_needs_grad(value):
+        return _fill_where(input, _index_fill_mask(input, dim, index), value)
     return _index_fill(input, dim, index, value.item() if isinstance(value, Tensor) else value)
 
 
 def _index_fill_(self, dim, index, value):
     """In-place :func:`index_fill`."""
     _index_fill_meta(self, dim, index, value)
+    if _value_needs_grad(value):
+        return self.copy_(_fill_where(self, _index_fill_mask(self, dim, index), value))
     return _index_fill.inplace(self, dim, index, value.item() if isinstance(value, Tensor) else value)
+
+
+# A 0-dim tensor ``value`` that requires grad gets, as in PyTorch, the sum of the incoming gradient
+# over the filled positions. The Scalar kernels take a Python number, so this case runs as
+# ``where(mask, value, self)``, whose derivative already reduces over the broadcast.
+def _value_needs_grad(value):
+    return isinstance(value, Tensor) and value._requires_grad and _AG.check
+
+
+def _fill_where(self, mask, value):
+    from ._elementwise import where
+    return where(mask, value.to(device=self.device, dtype=self._dtype), self)
+
+
+def _index_fill_mask(self, dim, index):
+    """A bool tensor that broadcasts against self: True at ``index`` along ``dim``."""
+    from ._creation import zeros
+    nd = len(self._shape)
+    d = _wrap_dim(dim, nd) if nd else 0
+    n = self._shape[d] if nd else 1
+    mask = zeros((n,), dtype=D.bool, device=self.device)
+    mask = _index_fill(mask, 0, index.reshape(-1), True)
+    return mask.reshape([n if i == d else 1 for i in range(nd)])
 
 
 # ---------------------------------------------------------------- take / take_along_dim
@@ -847,12 +874,18 @@ def masked_fill(input, mask, value):
     torch.masked_fill). RuntimeError for a non-bool mask, a value tensor with dims, or a
     value that overflows input's dtype."""
     _masked_fill_meta(input, mask, value)
+    if _value_needs_grad(value):
+        return _fill_where(input, mask, value)
     return _masked_fill(input, mask, value.item() if isinstance(value, Tensor) else value)
 
 
 def _masked_fill_(self, mask, value):
     """In-place :func:`masked_fill`; mask must broadcast to self's shape."""
     _masked_fill_meta(self, mask, value)
+    if _value_needs_grad(value):
+        if broadcast_shapes(self._shape, mask._shape) != self._shape:
+            return _masked_fill.inplace(self, mask, value.item())   # raises the in-place shape error
+        return self.copy_(_fill_where(self, mask, value))
     return _masked_fill.inplace(self, mask, value.item() if isinstance(value, Tensor) else value)
 
 
@@ -865,11 +898,22 @@ def _masked_select_meta(self, mask):
     return _key(same_device(self, mask), self)
 
 
-masked_select = declare("masked_select(Tensor self, Tensor mask) -> Tensor", _masked_select_meta, structured=False,
+_masked_select = declare("masked_select(Tensor self, Tensor mask) -> Tensor", _masked_select_meta, structured=False,
                         composite=_C.masked_select,
                         doc="A new 1-D tensor of input's elements where the bool ``mask`` is True, input and mask "
                             "broadcast together, in row-major order (matches torch.masked_select). RuntimeError "
                             "for a non-bool mask or shapes that do not broadcast.")
+
+
+def masked_select(input, mask, *, out=None):
+    """A new 1-D tensor of input's elements where the bool ``mask`` is True, input and mask broadcast
+    together, in row-major order (matches torch.masked_select). ``out`` must have input's dtype
+    (RuntimeError "masked_select(): self and result must have the same scalar type") and is resized.
+    RuntimeError for a non-bool mask or shapes that do not broadcast."""
+    if out is not None and isinstance(out, Tensor) and isinstance(input, Tensor) and out._dtype is not input._dtype:
+        raise RuntimeError("masked_select(): self and result must have the same scalar type")
+    from ._out import write_out
+    return write_out("masked_select", _masked_select(input, mask), out, (input, mask))
 
 
 def _masked_scatter_meta(self, mask, source):
@@ -913,13 +957,22 @@ _nonzero = declare("nonzero(Tensor self) -> Tensor", _nonzero_meta, structured=F
                    doc="The int64 [n, ndim] indices of the nonzero elements, row-major.")
 
 
-def nonzero(input, *, as_tuple=False):
+def nonzero(input, *, out=None, as_tuple=False):
     """Indices of the nonzero (True) elements of ``input`` (matches torch.nonzero).
 
     Returns an int64 tensor of shape [n, input.ndim], one row per nonzero element in
     row-major order; with ``as_tuple=True`` a tuple of ndim 1-D int64 tensors, one per
-    dim (a 0-dim input counts as 1-D there).
+    dim (a 0-dim input counts as 1-D there). ``out`` (int64, resized) only without as_tuple:
+    RuntimeError as PyTorch's otherwise.
     """
+    if out is not None:
+        if as_tuple:
+            raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
+        if isinstance(out, Tensor) and out._dtype is not D.int64:
+            raise RuntimeError(f"nonzero: Expected out tensor to have scalar type Long but got scalar type"
+                               f"{D.torch_name(out._dtype)}")
+        from ._out import write_out
+        return write_out("nonzero", _nonzero(input), out, (input,))
     if not as_tuple:
         return _nonzero(input)
     check_tensor(input, "nonzero")

@@ -535,17 +535,50 @@ def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
     return _addbmm.inplace(self, batch1, batch2, beta=beta, alpha=alpha)
 
 
+def _addr_scalar_checks(dtype, beta, alpha):
+    """PyTorch's checks on addr's scalars against the result dtype."""
+    for name, scalar in (("beta", beta), ("alpha", alpha)):
+        if isinstance(scalar, bool) and dtype is not D.bool:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+        if not (dtype.is_floating_point or dtype.is_complex) and not isinstance(scalar, numbers.Integral):
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number.")
+
+
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * outer(vec1, vec2)`` (matches torch.addr); dtypes promote as for ``add``;
-    ``input`` broadcasts to (n, m) and is ignored when beta is 0."""
-    from ._elementwise import mul, add
+    ``input`` broadcasts to (n, m) and is ignored when beta is 0.
+
+    Bool tensors give ``(beta and input) or (alpha and outer(vec1, vec2))`` with beta / alpha read
+    as truth values, as PyTorch's. RuntimeError "Boolean beta only supported for Boolean results."
+    and "For integral input tensors, argument alpha must not be a floating point number." as PyTorch's.
+    """
+    from ._elementwise import mul, add, logical_or
+    dtype = D.result_type(input, vec1, vec2)
+    _addr_scalar_checks(dtype, beta, alpha)
     prod = outer(vec1, vec2)
+    _expand_check(input._shape, prod._shape)
+    if dtype is D.bool:
+        if not alpha:
+            prod = prod.logical_and(prod.new_zeros(()))
+        if not beta:
+            return _finish(prod, out)
+        return logical_or(prod, input, out=out)
     if alpha != 1:
         prod = mul(prod, alpha)
-    _expand_check(input._shape, prod._shape)
     if beta == 0:
-        return _finish(prod, out)
+        return _finish(prod.to(dtype), out)
     return add(prod, input if beta == 1 else mul(input, beta), out=out)
+
+
+def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+    """In-place :func:`addr`: self must be 2-D of shape (len(vec1), len(vec2)); RuntimeError when
+    the result dtype cannot be cast to self's (matches torch.Tensor.addr_)."""
+    if self.dim() != 2:
+        raise RuntimeError(f"2D tensor expected, got {self.dim()}D tensor for input")
+    if vec1.dim() == 1 and vec2.dim() == 1 and self._shape != (vec1._shape[0], vec2._shape[0]):
+        raise RuntimeError(f"size mismatch, input: {list(self._shape)}, v1: {list(vec1._shape)}, "
+                           f"v2: {list(vec2._shape)}")
+    return addr(self, vec1, vec2, beta=beta, alpha=alpha, out=self)
 
 
 def chain_matmul(*matrices, out=None):
@@ -828,7 +861,7 @@ def _imatmul(self, other):
 def _bind():
     T = Tensor
     for name in ("matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm", "addmm_", "addmv",
-                 "addmv_", "baddbmm", "baddbmm_", "addbmm", "addbmm_", "addr", "kron"):
+                 "addmv_", "baddbmm", "baddbmm_", "addbmm", "addbmm_", "addr", "addr_", "kron"):
         setattr(T, name, globals()[name])
     T.__matmul__ = matmul
     T.__rmatmul__ = _rmatmul

@@ -164,11 +164,13 @@ def _is_boolish(x):
     return x.__class__ is builtins.bool or (isinstance(x, Tensor) and x._dtype is D.bool)
 
 
-def make_binary_meta(opname, rule="promote", *, alpha=False, bool_ok=True, errors=None):
+def make_binary_meta(opname, rule="promote", *, alpha=False, bool_ok=True, errors=None, scalars="both"):
     """A memoising meta function for a broadcasting binary op.
 
     Returns ``meta(self, other[, alpha]) -> (device, key, shape, out_dtype)`` where
-    the key's dtype is the computation dtype. Either operand may be a Python scalar.
+    the key's dtype is the computation dtype. ``scalars`` says which operand may be a Python
+    scalar, as PyTorch's signatures do: "both" (add, mul, ...), "other" (eq, lt, fmod, ...: the
+    input must be a Tensor) or "none" (atan2, maximum, logical_and, ...); TypeError otherwise.
     ``bool_ok=False`` refuses bool operands with PyTorch's subtraction message;
     ``errors`` (see ``check_dtype_errors``) refuses categories of the promoted dtype.
     """
@@ -179,7 +181,17 @@ def make_binary_meta(opname, rule="promote", *, alpha=False, bool_ok=True, error
             if not isinstance(other, Tensor):
                 raise TypeError(f"{opname}(): argument 'input' (position 1) must be Tensor, not "
                                 f"{type(self).__name__}")
+            if scalars == "none":
+                raise TypeError(f"{opname}(): argument 'input' (position 1) must be Tensor, not "
+                                f"{type(self).__name__}")
+            if scalars == "other":
+                raise TypeError(f"{opname}() received an invalid combination of arguments - got "
+                                f"({type(self).__name__}, Tensor), but expected one of:\n"
+                                f" * (Tensor input, Tensor other, *, Tensor out = None)\n"
+                                f" * (Tensor input, Number other, *, Tensor out = None)")
             self, other = other, self   # dtype / shape rules are symmetric
+        if scalars == "none" and not isinstance(other, Tensor):
+            raise TypeError(f"{opname}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
         if not isinstance(other, (Tensor, numbers.Number)):
             raise TypeError(f"{opname}(): argument 'other' (position 2) must be Tensor or Number, not "
                             f"{type(other).__name__}")

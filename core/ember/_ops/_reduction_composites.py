@@ -386,7 +386,7 @@ def all_(self, dim=None, keepdim=False, *, out):
 
 def any_(self, dim=None, keepdim=False, *, out):
     """Composite of ``any``: 0 < sum(x != 0) over ``dim``."""
-    _finish(out, ember.lt(0, ember.sum(_ne(self, 0), dim, keepdim)))
+    _finish(out, ember.gt(ember.sum(_ne(self, 0), dim, keepdim), 0))
 
 
 def count_nonzero(self, dim=None, *, out):

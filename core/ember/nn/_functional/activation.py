@@ -16,6 +16,7 @@ import warnings
 import ember
 from ..._autocast_state import autocast_function
 from ... import _dtype as D
+from ..._ops._out import write_out
 
 __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "gelu", "silu", "sigmoid", "tanh", "softmax",
            "log_softmax", "softmin", "softplus", "elu", "elu_", "selu", "celu", "hardtanh", "hardtanh_", "relu6",
@@ -71,8 +72,12 @@ def leaky_relu_(input, negative_slope=0.01):
 
 
 def threshold(input, threshold, value, inplace=False):
-    """input where input > threshold, else value; any real dtype (matches torch.nn.functional.threshold)."""
-    return _result(input, ember.where(input > threshold, input, value), inplace)
+    """value where input <= threshold, else input (NaN passes through); any real dtype (matches
+    torch.nn.functional.threshold)."""
+    if input.dtype is D.bool or input.dtype.is_complex:
+        raise NotImplementedError(f"\"threshold_cpu\" not implemented for '{D.torch_name(input.dtype)}'")
+    value = ember.full((), value, dtype=input.dtype, device=input.device)   # the result keeps input's dtype
+    return _result(input, ember.where(input <= threshold, value, input), inplace)
 
 
 def threshold_(input, threshold, value):
@@ -95,6 +100,14 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype is D.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        # integer inputs keep their dtype, as PyTorch's: clamping to the truncated limits equals
+        # clamping to the limits and truncating the result
+        if input.dtype is D.uint8 and min_val < 0:
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        min_val, max_val = int(min_val), int(max_val)
     if inplace and not input.requires_grad:
         return input.clamp_(min_val, max_val)
     return _result(input, _clip(input, min_val, max_val), inplace)
@@ -170,20 +183,20 @@ def celu(input, alpha=1.0, inplace=False):
 
 
 # ----------------------------------------------------------------------------- smooth
-def gelu(input, approximate="none"):
+def gelu(input, approximate="none", *, out=None):
     """Gaussian error linear unit x * Phi(x); ``approximate='tanh'`` uses the tanh formula
-    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); floating dtypes
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); floating dtypes; ``out=`` as PyTorch's
     (matches torch.nn.functional.gelu).
 
     RuntimeError "approximate argument must be either none or tanh." for another value.
     """
     if approximate == "none":
         _floating(input, "GeluKernelImpl")
-        return input * (ember.erf(input * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5
+        return write_out("gelu", input * (ember.erf(input * (1.0 / math.sqrt(2.0))) + 1.0) * 0.5, out, (input,))
     if approximate == "tanh":
         _floating(input, "GeluKernelImpl")
         inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * (ember.tanh(inner) + 1.0) * 0.5
+        return write_out("gelu", input * (ember.tanh(inner) + 1.0) * 0.5, out, (input,))
     raise RuntimeError("approximate argument must be either none or tanh.")
 
 
@@ -211,24 +224,24 @@ def _softplus1(z):
 
 
 @autocast_function
-def softplus(input, beta=1.0, threshold=20.0):
-    """log(1 + exp(beta * x)) / beta, reverting to x where beta * x > threshold; floating dtypes
-    (matches torch.nn.functional.softplus)."""
+def softplus(input, beta=1.0, threshold=20.0, *, out=None):
+    """log(1 + exp(beta * x)) / beta, reverting to x where beta * x > threshold; floating dtypes;
+    ``out=`` as PyTorch's (matches torch.nn.functional.softplus)."""
     _floating(input, "softplus")
     z = input * beta if beta != 1 else input
     soft = _softplus1(z)
     if beta != 1:
         soft = soft / beta
-    return ember.where(z > threshold, input, soft)
+    return write_out("softplus", ember.where(z > threshold, input, soft), out, (input,))
 
 
-def logsigmoid(input):
-    """log(sigmoid(x)) = -softplus(-x), stable for large |x|; floating dtypes
+def logsigmoid(input, *, out=None):
+    """log(sigmoid(x)) = -softplus(-x), stable for large |x|; floating dtypes; ``out=`` as PyTorch's
     (matches torch.nn.functional.logsigmoid)."""
     _floating(input, "log_sigmoid_forward")
     # min(x, 0) as (x - |x|) / 2: the gradient at 0 is then 1/2, as PyTorch's (a clamp would give 1)
     a = input.abs()
-    return (input - a) * 0.5 - ember.log1p(ember.exp(-a))
+    return write_out("log_sigmoid_forward", (input - a) * 0.5 - ember.log1p(ember.exp(-a)), out, (input,))
 
 
 def mish(input, inplace=False):
@@ -259,14 +272,28 @@ def tanhshrink(input):
     return input - ember.tanh(input)
 
 
-def hardshrink(input, lambd=0.5):
-    """x where |x| > lambd, else 0 (matches torch.nn.functional.hardshrink)."""
-    return ember.where(input.abs() > lambd, input, 0)
+def hardshrink(input, lambd=0.5, *, out=None):
+    """0 where |x| <= lambd, else x (NaN passes through); floating dtypes only (NotImplementedError
+    otherwise); ``out=`` as PyTorch's (matches torch.nn.functional.hardshrink)."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"hardshrink_cpu\" not implemented for '{D.torch_name(input.dtype)}'")
+    return write_out("hardshrink", ember.where(input.abs() <= lambd, 0, input), out, (input,))
 
 
-def softshrink(input, lambd=0.5):
-    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0 (matches torch.nn.functional.softshrink)."""
-    return ember.where(input > lambd, input - lambd, ember.where(input < -lambd, input + lambd, 0))
+def softshrink(input, lambd=0.5, *, out=None):
+    """x - lambd where x > lambd, x + lambd where x < -lambd, else 0; NaN passes through; floating
+    dtypes only; ``out=`` as PyTorch's (matches torch.nn.functional.softshrink).
+
+    RuntimeError "lambda must be in range [0, 3.40282e+38] for input dtype Float, but found -1".
+    """
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"softshrink_check\" not implemented for '{D.torch_name(input.dtype)}'")
+    top = ember.finfo(input.dtype).max
+    if not 0 <= lambd <= top:
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype {D.torch_name(input.dtype)}, "
+                           f"but found {lambd:g}")
+    return write_out("softshrink", ember.where(input.abs() <= lambd, 0, input - input.sign() * lambd), out,
+                     (input,))
 
 
 def glu(input, dim=-1):
@@ -288,11 +315,30 @@ def glu(input, dim=-1):
 
 @autocast_function
 def prelu(input, weight):
-    """input where input > 0, else weight * input; ``weight`` has 1 element or one per channel
-    (dim 1 of input) (matches torch.nn.functional.prelu)."""
+    """input where input > 0, else weight * input; ``weight`` (0- or 1-dim, input's dtype) has 1
+    element or one per channel (dim 1 of input; 1 for a 1-dim input); the result has input's shape,
+    0-dim included (matches torch.nn.functional.prelu).
+
+    RuntimeError as PyTorch's: "prelu: Type promoting not supported. Got Float and Double",
+    "Not allow zero-dim input tensor.", "Mismatch of parameter numbers and input channel size. ...",
+    "prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = 2".
+    """
+    nd = input.dim()
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {D.torch_name(input.dtype)} and "
+                           f"{D.torch_name(weight.dtype)}")
+    if weight.numel() != 1:
+        if nd == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if nd > 1 else 1
+        if channels != weight.numel():
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {channels}.")
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
     w = weight
-    if weight.numel() != 1 and input.dim() >= 2:
-        w = weight.reshape((-1,) + (1,) * (input.dim() - 2))
+    if weight.dim() != nd:
+        w = weight.reshape([weight.numel() if i == 1 else 1 for i in range(nd)])
     return ember.where(input > 0, input, input * w)
 
 

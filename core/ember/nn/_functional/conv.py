@@ -13,6 +13,7 @@ import numbers
 
 import ember
 from ..._autocast_state import autocast_function
+from ..._dtype import torch_name as _torch_name
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold"]
 
@@ -187,6 +188,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if any(p < 0 for p in padding):
         raise RuntimeError("negative padding is not supported")
     x = _check_common(input, weight, bias, stride, dilation, groups, 2, "conv_transpose2d", transposed=True)
+    dt = input.dtype
+    if not (dt.is_floating_point or dt.is_complex or dt is ember.int64):   # PyTorch's cpu kernel dtypes
+        raise NotImplementedError(f"\"slow_conv_transpose2d_out_cpu\" not implemented for '{_torch_name(dt)}'")
     for op, s, d in zip(output_padding, stride, dilation):
         if op >= s and op >= d:
             raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "

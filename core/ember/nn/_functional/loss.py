@@ -442,10 +442,14 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
 
 @autocast_function
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
-    """x for target 1, max(0, margin - x) for target -1 (matches torch.nn.functional.hinge_embedding_loss)."""
+    """x for target 1, max(0, margin - x) for target -1 (matches torch.nn.functional.hinge_embedding_loss).
+
+    Like PyTorch, a target outside {1, -1} gets both terms: where(target != 1, max(0, margin - x), 0)
+    + where(target != -1, x, 0).
+    """
     if size_average is not None or reduce is not None:
         reduction = legacy_reduction(size_average, reduce)
-    loss = ember.where(target == 1, input, 0) + ember.where(target == -1, (margin - input).clamp(min=0), 0)
+    loss = ember.where(target != 1, (margin - input).clamp(min=0), 0) + ember.where(target != -1, input, 0)
     return _reduce(loss, reduction)
 
 

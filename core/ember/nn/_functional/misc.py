@@ -21,13 +21,13 @@ __all__ = ["linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d
 
 
 # ----------------------------------------------------------------------------- linear maps
-def linear(input, weight, bias=None):
+def linear(input, weight, bias=None, *, out=None):
     """input @ weight.T + bias; input (*, in_features), weight (out_features, in_features), bias
-    (out_features,) -> (*, out_features) (matches torch.nn.functional.linear).
+    (out_features,) -> (*, out_features), into ``out`` when given (matches torch.nn.functional.linear).
 
     RuntimeError "mat1 and mat2 shapes cannot be multiplied (3x4 and 3x5)" on mismatched features.
     """
-    return _linear(input, weight, bias)
+    return _linear(input, weight, bias, out=out)
 
 
 @autocast_function
@@ -264,9 +264,18 @@ def _gather_pad(input, pad, mode):
         elif mode == "replicate":
             idx = [min(max(i, 0), n - 1) for i in range(-lo, n + hi)]
         else:
+            # as PyTorch: negative amounts crop first, then the cropped core wraps around
             if lo > n or hi > n:
                 raise RuntimeError("Padding value causes wrapping around more than once.")
-            idx = [i % n for i in range(-lo, n + hi)]
+            if n + lo + hi < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+            start, m = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
+            if m <= 0:   # nothing left to wrap (PyTorch leaves such pads uninitialised; ember writes 0)
+                shape = list(out._shape)
+                shape[d] = n + lo + hi
+                out = ember.cat([out.narrow(d, 0, 0), out.new_zeros(tuple(shape))], d)
+                continue
+            idx = [start + i % m for i in range(-max(lo, 0), m + max(hi, 0))]
         out = out.index_select(d, ember.tensor(idx, dtype=D.int64, device=out.device))
     return out
 
@@ -441,11 +450,25 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 # ----------------------------------------------------------------------------- distances
 @autocast_function
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along ``dim``; x1 and x2 broadcast
-    (matches torch.nn.functional.cosine_similarity)."""
-    n1 = x1.norm(2, dim, keepdim=True).clamp(min=eps)
-    n2 = x2.norm(2, dim, keepdim=True).clamp(min=eps)
-    return ((x1 / n1) * (x2 / n2)).sum(dim)
+    """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along ``dim``; x1 and x2 broadcast to a
+    common shape first, then each vector is normalised, so the result stays within [-1, 1]
+    (matches torch.nn.functional.cosine_similarity, including its gradient: the eps clamp is
+    applied outside autograd, so the norm's gradient flows as if unclamped).
+
+    Integer inputs are promoted to the common dtype, which must be floating:
+    RuntimeError "expected common dtype to be floating point, yet common dtype is Long".
+    """
+    common = ember.result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError(
+            f"expected common dtype to be floating point, yet common dtype is {D.torch_name(common)}")
+    x1, x2 = ember.broadcast_tensors(x1.to(common), x2.to(common))
+
+    def clamped_norm(x):
+        n = x.norm(2, dim, keepdim=True)
+        return n + (n.detach().clamp(min=eps) - n.detach())
+
+    return ((x1 / clamped_norm(x1)) * (x2 / clamped_norm(x2))).sum(dim)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):

@@ -174,11 +174,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
 
 @autocast_function
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """input / max(||input||_p, eps) along ``dim`` (matches torch.nn.functional.normalize)."""
-    result = input / input.norm(p, dim, keepdim=True).clamp(min=eps)
-    if out is not None:
-        return out.copy_(result)
-    return result
+    """input / max(||input||_p, eps) along ``dim``; ``out`` is checked and resized as ``div``'s, which
+    PyTorch's uses (matches torch.nn.functional.normalize)."""
+    return ember.div(input, input.norm(p, dim, keepdim=True).clamp(min=eps).expand_as(input), out=out)
 
 
 def local_response_norm(input, size, alpha=0.0001, beta=0.75, k=1.0):

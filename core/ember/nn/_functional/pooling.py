@@ -13,6 +13,8 @@ import numbers
 
 import ember
 from ember._ops._nn import pair, pool_out_size
+from ember._dtype import torch_name as _torch_name
+from ember._ops._out import write_out
 
 __all__ = ["max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices", "avg_pool1d",
            "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
@@ -88,14 +90,16 @@ def _avg_divisors(size, k, s, p, out, count_include_pad):
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+               divisor_override=None, *, out=None):
     """2-D average pooling of (N, C, H, W) or (C, H, W) (matches torch.nn.functional.avg_pool2d).
 
     ``stride`` defaults to ``kernel_size``; zero ``padding`` (at most half the kernel) counts in the
     divisor when ``count_include_pad``; ``ceil_mode`` rounds the output size up (windows running past
     the padded input average what they cover); ``divisor_override`` replaces the divisor. Floating
-    inputs. RuntimeError in PyTorch's words for bad sizes.
+    and int64 inputs (int64 divides truncating, as PyTorch's cpu kernel; NotImplementedError for other
+    dtypes); ``out=`` as PyTorch's. RuntimeError in PyTorch's words for bad sizes.
     """
+    out_arg = out   # (``out`` is reused below for the result)
     kh, kw = pair(kernel_size, "avg_pool2d: kernel_size")
     st = _stride(stride, kernel_size)
     sh, sw = (kh, kw) if st == () else pair(st, "avg_pool2d: stride")
@@ -110,6 +114,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                            f"and dilation=1")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    if not (input.dtype.is_floating_point or input.dtype is ember.int64):   # PyTorch's cpu kernel dtypes
+        raise NotImplementedError(f"\"avg_pool2d\" not implemented for '{_torch_name(input.dtype)}'")
     x = input if input.dim() == 4 else input.unsqueeze(0)
     N, C, H, W = x.shape
     oh, ow = pool_out_size(H, kh, sh, ph, 1, ceil_mode), pool_out_size(W, kw, sw, pw, 1, ceil_mode)
@@ -122,17 +128,19 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     xp = ember.constant_pad_nd(x, (pw, Wp - W - pw, ph, Hp - H - ph)) if (Hp, Wp) != (H, W) else x
     cols = ember.im2col(xp, (kh, kw), (1, 1), (0, 0), (sh, sw))             # (N, C * kh * kw, L)
     sums = cols.view(N, C, kh * kw, oh, ow).sum(2)
+    # int64 (PyTorch's one integer dtype here) divides as C does, truncating toward zero
+    mode = "trunc" if input.dtype is ember.int64 else None
     if divisor_override is not None:
-        out = sums / divisor_override
+        out = ember.div(sums, divisor_override, rounding_mode=mode)
     else:
         dh = _avg_divisors(H, kh, sh, ph, oh, count_include_pad)
         dw = _avg_divisors(W, kw, sw, pw, ow, count_include_pad)
         if len(set(dh)) == 1 and len(set(dw)) == 1:
-            out = sums / (dh[0] * dw[0])
+            out = ember.div(sums, dh[0] * dw[0], rounding_mode=mode)
         else:
             div = ember.tensor([[a * b for b in dw] for a in dh], dtype=sums.dtype, device=sums.device)
-            out = sums / div
-    return out if input.dim() == 4 else out.squeeze(0)
+            out = ember.div(sums, div, rounding_mode=mode)
+    return write_out("avg_pool2d", out if input.dim() == 4 else out.squeeze(0), out_arg, (input,))
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -146,15 +154,39 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad).squeeze(-2)
 
 
-def _adaptive_sizes(input, output_size, nd, name):
-    if input.dim() not in (nd + 1, nd + 2) or any(s == 0 for s in input.shape[-nd:]):
-        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got {_fmt(input.shape)}")
+def _adaptive_output_size(output_size, nd, name):
+    """output_size as a tuple of nd entries (None kept); RuntimeError in PyTorch's words otherwise."""
     if isinstance(output_size, numbers.Integral):
         output_size = (int(output_size),) * nd
     output_size = tuple(output_size)
     if len(output_size) != nd:
-        raise ValueError(f"{name}: output_size must be {nd}")
+        raise RuntimeError(f"{name}: output_size must be {nd}")
+    if any(o is not None and o < 0 for o in output_size):
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to 0 but received "
+                           "{" + ", ".join(str(o) for o in output_size) + "}")
+    return output_size
+
+
+def _adaptive_sizes(input, output_size, nd, name, shown_shape=None, first_checked=-2):
+    """The output spatial sizes, after PyTorch's checks: ``nd + 1`` or ``nd + 2`` dims, and no empty dim
+    from ``first_checked`` on (avg pooling checks the spatial dims, max pooling every non-batch dim);
+    ``shown_shape`` is the shape PyTorch's message shows (1-D pools run as 2-D ones there)."""
+    shape = tuple(input.shape) if shown_shape is None else shown_shape
+    if input.dim() not in (nd + 1, nd + 2):
+        sep = ": " if "max" in name else " "
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got{sep}{_fmt(shape)}")
+    start = first_checked % len(shape) if first_checked < 0 else first_checked
+    for i in range(start, len(shape)):
+        if shape[i] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {_fmt(shape)} with dimension {i} being empty")
+    output_size = _adaptive_output_size(output_size, nd, name)
     return tuple(input.shape[-nd + i] if o is None else int(o) for i, o in enumerate(output_size))
+
+
+def _empty_result(input, shape):
+    """A tensor of ``shape`` with no elements, still connected to input for autograd."""
+    return input.reshape(-1)[:0].reshape(shape)
 
 
 def _bounds(size, out):
@@ -173,9 +205,24 @@ def _avg_matrix(size, out, like):
 def adaptive_avg_pool2d(input, output_size):
     """Adaptive 2-D average pooling to ``output_size`` (int, pair, None entries keep the input size) of
     (N, C, H, W) or (C, H, W) (matches torch.nn.functional.adaptive_avg_pool2d): output cell i covers
-    input rows [floor(i * H / oh), ceil((i + 1) * H / oh)). RuntimeError for other ranks."""
-    oh, ow = _adaptive_sizes(input, output_size, 2, "adaptive_avg_pool2d")
+    input rows [floor(i * H / oh), ceil((i + 1) * H / oh)).
+
+    As PyTorch: a (1, 1) output is ``input.mean((-1, -2), keepdim=True)`` (any rank, the mean's dtype
+    rules); otherwise floating inputs only (NotImplementedError), RuntimeError for other ranks, an
+    empty H or W, or a negative output size; an output size of 0 gives an empty result."""
+    return _adaptive_avg(input, output_size, "adaptive_avg_pool2d", None)
+
+
+def _adaptive_avg(input, output_size, name, shown_shape):
+    oh, ow = _adaptive_output_size(output_size, 2, "adaptive_avg_pool2d")
+    if (oh, ow) == (1, 1):
+        return input.mean((-1, -2), keepdim=True)
+    oh, ow = _adaptive_sizes(input, (oh, ow), 2, "adaptive_avg_pool2d", shown_shape)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"adaptive_avg_pool2d\" not implemented for '{_torch_name(input.dtype)}'")
     H, W = input.shape[-2:]
+    if oh == 0 or ow == 0 or input.numel() == 0:   # (an empty batch or channel dim)
+        return _empty_result(input, tuple(input.shape[:-2]) + (oh, ow))
     if (oh, ow) == (H, W):
         return input * 1
     if H % oh == 0 and W % ow == 0:
@@ -189,16 +236,29 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def adaptive_avg_pool1d(input, output_size):
-    """Adaptive 1-D average pooling of (N, C, L) or (C, L) (matches torch.nn.functional.adaptive_avg_pool1d)."""
-    (o,) = _adaptive_sizes(input, (output_size,) if isinstance(output_size, numbers.Integral) else output_size, 1,
-                           "adaptive_avg_pool1d")
-    return input.matmul(_avg_matrix(input.shape[-1], o, input).t())
+    """Adaptive 1-D average pooling of (N, C, L) or (C, L) (matches torch.nn.functional.adaptive_avg_pool1d,
+    which runs the 2-D pool over a height of 1: its rules and messages apply)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for adaptive_avg_pool1d)")
+    if not isinstance(output_size, numbers.Integral):
+        output_size = tuple(output_size)
+        if len(output_size) != 1:
+            raise RuntimeError(f"adaptive_avg_pool1d: output_size must be 1")
+        output_size = output_size[0]
+    x = input.unsqueeze(-2)
+    return _adaptive_avg(x, (1, output_size), "adaptive_avg_pool2d", tuple(x.shape)).squeeze(-2)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
     """``adaptive_max_pool2d`` returning (values, indices)."""
-    oh, ow = _adaptive_sizes(input, output_size, 2, "adaptive_max_pool2d")
+    oh, ow = _adaptive_sizes(input, output_size, 2, "adaptive_max_pool2d", first_checked=1)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for '{_torch_name(input.dtype)}'")
     H, W = input.shape[-2:]
+    if oh == 0 or ow == 0 or input.numel() == 0:
+        shape = tuple(input.shape[:-2]) + (oh, ow)
+        return _empty_result(input, shape), ember.empty(shape, dtype=ember.int64, device=input.device)
     if H % oh == 0 and W % ow == 0:
         return ember.max_pool2d_with_indices(input, (H // oh, W // ow), (H // oh, W // ow))
     lead = input.shape[:-2]

@@ -26,6 +26,12 @@ def _arange_op(*args, dtype=None, device=None):
 def _arange_ref(*args, dtype=None, device=None):
     start, end, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
     n = max(int(np.ceil((end - start) / step)), 0)
+    if not dtype.is_floating_point and not all(isinstance(v, int) for v in (start, end, step)):
+        # PyTorch's cpu kernel truncates float bounds for integer dtypes; int64 counts in integers too
+        start, end, step = int(start), int(end), int(step)
+        if dtype.name == "int64":
+            n = max(int((end - start + step - np.sign(step)) / step), 0)
+        return _cast(start + np.arange(n, dtype=np.int64) * step, dtype)
     return _cast(start + np.arange(n, dtype=np.float64) * step, dtype)
 
 
@@ -39,6 +45,10 @@ def _arange_samples(op, device, dtype, requires_grad=False):
     if not unsigned:
         yield SampleInput(-4, (5,), kw, name="negative start")
         yield SampleInput(6, (-3, -2), kw, name="negative step")
+    if not dtype.is_floating_point:
+        yield SampleInput(0.5, (5.7, 1.5), kw, name="float bounds, truncated")
+        if not unsigned:
+            yield SampleInput(5.7, (-0.5, -1.5), kw, name="float bounds, negative step, truncated")
     if dtype.is_floating_point:
         yield SampleInput(0.0, (1.0, 0.1), kw, name="float step 0.1")
         yield SampleInput(-1.5, (2.25, 0.25), kw, name="float bounds")
@@ -50,6 +60,10 @@ def _arange_errors(op, device):
     yield ErrorInput(SampleInput(0, (10, 0), kw, name="step 0"), RuntimeError, r"step must be nonzero")
     yield ErrorInput(SampleInput(0, (10, -1), kw, name="step of the wrong sign"), RuntimeError,
                      r"upper bound and lower bound inconsistent with step sign")
+    yield ErrorInput(SampleInput(0.5, (5.7, 0.5), {"device": device, "dtype": ember.int64},
+                                 name="int64, step truncated to 0"), ValueError, r"step must be nonzero")
+    yield ErrorInput(SampleInput(0, (5,), {"device": device, "dtype": ember.bool}, name="bool"),
+                     NotImplementedError, r"\"arange_cpu\" not implemented for 'Bool'")
 
 
 # ---------------------------------------------------------------- linspace / logspace
@@ -59,6 +73,8 @@ def _linspace_op(start, end, steps, dtype=None, device=None):
 
 def _linspace_ref(start, end, steps, dtype=None, device=None):
     wide = np.complex128 if dtype.is_complex else np.float64
+    if not (dtype.is_floating_point or dtype.is_complex) and steps != 1:
+        start, end = int(start), int(end)   # PyTorch's cpu kernel truncates the bounds first
     return _cast(np.linspace(start, end, steps, dtype=wide), dtype)
 
 
@@ -75,11 +91,18 @@ def _linspace_samples(op, device, dtype, requires_grad=False):
         yield SampleInput(0.0, (1.0, 50), kw, name="50 steps")
     if dtype.is_complex:
         yield SampleInput(complex(1, -1), (complex(-2, 3), 5), kw, name="complex bounds")
+    if not (dtype.is_floating_point or dtype.is_complex):
+        yield SampleInput(0.5, (5.7, 5), kw, name="float bounds, truncated first")
 
 
 def _linspace_errors(op, device):
     yield ErrorInput(SampleInput(0, (1, -1), {"device": device}, name="negative steps"), RuntimeError,
                      r"number of steps must be non-negative")
+    yield ErrorInput(SampleInput(ember.zeros(2, device=device), (1, 3), {"device": device}, name="1-dim start"),
+                     RuntimeError, r"linspace only supports 0-dimensional start and end tensors, but got start with "
+                                   r"1 dimension\(s\)")
+    yield ErrorInput(SampleInput(0, (1, 2.5), {"device": device}, name="float steps"), TypeError,
+                     r"argument 'steps' \(position 3\) must be int, not float")
 
 
 def _logspace_op(start, end, steps, base=10.0, dtype=None, device=None):
@@ -87,6 +110,8 @@ def _logspace_op(start, end, steps, base=10.0, dtype=None, device=None):
 
 
 def _logspace_ref(start, end, steps, base=10.0, dtype=None, device=None):
+    if not (dtype.is_floating_point or dtype.is_complex) and steps != 1:
+        start, end = int(start), int(end)
     return _cast(np.power(float(base), np.linspace(start, end, steps, dtype=np.float64)), dtype)
 
 
@@ -98,6 +123,8 @@ def _logspace_samples(op, device, dtype, requires_grad=False):
     if dtype.is_floating_point:
         yield SampleInput(-1.0, (1.0, 5), kw, name="negative exponents")
         yield SampleInput(0.0, (3.0, 7, 2.5), kw, name="base 2.5")
+    else:
+        yield SampleInput(0.5, (2.7, 5), kw, name="float bounds, truncated first")
 
 
 # ---------------------------------------------------------------- eye

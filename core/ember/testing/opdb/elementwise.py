@@ -72,6 +72,24 @@ def _dtype_error(dtype_name, exc, regex, n_args=1):
     return error_inputs
 
 
+def _scalar_operand_error(name):
+    """PyTorch's TypeError for a Python number where its signature wants a Tensor: the first operand
+    of eq / lt / fmod ..., either operand of atan2 / maximum / logical_and ..."""
+    from ember._ops._elementwise import SCALARS
+    policy = SCALARS.get(name, "both")
+
+    def error_inputs(op, device):
+        t = make_tensor((3,), device=device, seed=1)
+        if policy == "none":
+            yield ErrorInput(SampleInput(t, (2,), name="number other"), TypeError,
+                             rf"{name}\(\): argument 'other' \(position 2\) must be Tensor, not int")
+        if policy in ("none", "other"):
+            yield ErrorInput(SampleInput(2, (t,), name="number input"), TypeError,
+                             rf"{name}\(\): argument 'input' \(position 1\) must be Tensor, not int"
+                             if policy == "none" else rf"{name}\(\) received an invalid combination of arguments")
+    return error_inputs
+
+
 def _chain(*fns):
     def error_inputs(op, device):
         for f in fns:
@@ -360,7 +378,7 @@ def _binary_entries():
             sampler = _no_scalars(sampler)
         out.append(OpInfo(
             name, op=_OPS.get(name), ref=errstate(ref), dtypes=dtypes, sample_inputs=sampler,
-            error_inputs=_chain(_broadcast_error, *errs),
+            error_inputs=_chain(_broadcast_error, _scalar_operand_error(name), *errs),
             supports_autograd=has_autograd(name), supports_out=True,
             inplace=_INPLACE.get(name) or (inplace_of(name) if hasattr(ember.Tensor, name + "_") else None),
             **opt))

@@ -398,6 +398,9 @@ def _index_fill_samples(op, device, dtype, requires_grad=False):
     yield SampleInput(m((2, 3, 4), nc=True), (-1, m.idx((3,), 4), v), name="noncontiguous")
     yield SampleInput(m((3, 4)), (0, m.idx((0,), 3), v), name="empty index")
     yield SampleInput(m(()), (0, m.idx((), 1), v), name="0-dim")
+    if dtype.is_floating_point or dtype.is_complex:
+        # a 0-dim tensor value gets a gradient too (the sum of grad over the filled positions)
+        yield SampleInput(m((4, 3)), (1, m.idx((2,), 3), m(())), name="0-dim tensor value")
 
 
 def _index_add_errors(op, device):
@@ -470,9 +473,9 @@ def _masked_samples(op, device, dtype, requires_grad=False):
             x, ms = m((4,)), (3, 4)          # masked_select broadcasts both ways
         yield SampleInput(x, (m.mask(ms),) + extra(tuple(np.broadcast_shapes(x.shape, ms))), name=name)
     if op.name == "masked_fill" and (dtype.is_floating_point or dtype.is_complex):
-        import ember
-        yield SampleInput(m((3, 4)), (m.mask((3, 4)), ember.tensor(1.25, dtype=dtype, device=device)),
-                          name="0-dim tensor value")
+        # a 0-dim tensor value gets a gradient too (the sum of grad over the filled positions)
+        yield SampleInput(m((3, 4)), (m.mask((3, 4)), m(())), name="0-dim tensor value")
+        yield SampleInput(m((2, 1)), (m.mask((3,)), m(())), name="0-dim tensor value, broadcast mask")
 
 
 def _masked_select_ref(a, mask):
@@ -568,11 +571,11 @@ def _build():
                sample_inputs=_masked_samples, error_inputs=_masked_errors,
                inplace=lambda t, *a, **k: t.masked_fill_(*a, **k), **ag))
     add(OpInfo("masked_select", ref=_masked_select_ref, dtypes=ALL_DTYPES, sample_inputs=_masked_samples,
-               error_inputs=_masked_errors, **ag))
+               error_inputs=_masked_errors, supports_out=True, **ag))
     add(OpInfo("masked_scatter", ref=_masked_scatter_ref, dtypes=ALL_DTYPES, sample_inputs=_masked_samples,
                error_inputs=_masked_errors, inplace=lambda t, *a, **k: t.masked_scatter_(*a, **k), **ag))
     add(OpInfo("nonzero", op=E.nonzero, ref=_nonzero_ref, dtypes=ALL_DTYPES, sample_inputs=_nonzero_samples,
-               exact=True, supports_out=False))
+               exact=True, supports_out=True))
     return ops
 
 

@@ -524,6 +524,13 @@ def _conv_errors(op, device):
                      RuntimeError, r"Given groups=2, expected weight to be divisible by 2 at dimension 0")
     yield ErrorInput(SampleInput(x, (make_tensor((3, 2, 3, 3), device=device, dtype=ember.float64, seed=2),)),
                      RuntimeError, r"expected scalar type Float but found Double")
+    xb = make_tensor((1, 2, 5, 5), device=device, dtype=ember.bool, seed=1)
+    yield ErrorInput(SampleInput(xb, (make_tensor((3, 2, 3, 3), device=device, dtype=ember.bool, seed=2),),
+                                 name="bool"), NotImplementedError, r"\"slow_conv2d_cpu\" not implemented for 'Bool'")
+    xi = make_tensor((1, 2, 5, 5), device=device, dtype=ember.int32, seed=1)
+    yield ErrorInput(SampleInput(xi, (make_tensor((3, 2, 2, 2), device=device, dtype=ember.int32, seed=2), None, 1, 0,
+                                      2), name="int32 dilated"),
+                     NotImplementedError, r"\"slow_conv_dilated<>\" not implemented for 'Int'")
 
 
 def _build():
@@ -561,7 +568,8 @@ def _build():
                sample_inputs=_embedding_samples, error_inputs=_embedding_errors, supports_autograd=True,
                supports_out=True, exact=True))
     ctol = {"float16": (3e-3, 1e-2), "bfloat16": (2e-2, 1e-1), "float32": (1e-5, 1e-5)}
-    add(OpInfo("conv2d", op=CV.conv2d, ref=upcast(_conv_ref), dtypes=FLOATING, sample_inputs=_conv_samples,
+    # every dtype but bool, as PyTorch's cpu kernel; int64 stands for the integers (int8 wraps around, as in C)
+    add(OpInfo("conv2d", op=CV.conv2d, ref=upcast(_conv_ref), dtypes=FLOATING + ("int64",), sample_inputs=_conv_samples,
                error_inputs=_conv_errors, supports_autograd=True, supports_out=True, tolerances=ctol))
     add(OpInfo("conv2d_backward_input", op=CV.conv2d_backward_input, ref=upcast(_conv_bwd_input_ref),
                dtypes=FLOATING, sample_inputs=partial(_conv_bwd_samples, which="input"), supports_out=True,
