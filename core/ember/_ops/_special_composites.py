@@ -102,7 +102,7 @@ def logit(self, eps=None, *, out):
     E = _E()
     x = _unary_work("logit", self)
     if eps is not None and eps >= 0:
-        x = E.where(E.lt(x, eps), eps, E.where(E.lt(1 - eps, x), 1 - eps, x))
+        x = E.where(E.lt(x, eps), eps, E.where(E.gt(x, 1 - eps), 1 - eps, x))
     return _finish(out, E.log(E.true_divide(x, E.add(E.mul(x, -1), 1))))
 
 
