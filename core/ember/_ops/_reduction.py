@@ -26,7 +26,7 @@ from ._meta import check_tensor, reduce_dims, reduced_shape, meta_cache, same_de
 __all__ = ["sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "aminmax",
            "var", "std", "var_mean", "std_mean", "norm", "logsumexp", "all", "any", "count_nonzero", "cumsum",
            "cumprod", "cummax", "cummin", "median", "nanmedian", "mode", "sort", "argsort", "msort", "topk",
-           "kthvalue", "unique", "unique_consecutive", "searchsorted", "bucketize"]
+           "kthvalue", "unique", "unique_consecutive", "searchsorted", "bucketize", "bincount"]
 
 _name = D.torch_name
 _CACHE_LIMIT = 4096
@@ -810,13 +810,49 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
 
 
+# ---------------------------------------------------------------- bincount
+def bincount(input, weights=None, minlength=0):
+    """Count the occurrences of each value in a 1-D non-negative integer tensor (matches torch.bincount).
+
+    The result has ``max(input) + 1`` entries (at least ``minlength``; ``minlength`` entries for an
+    empty input). Without ``weights`` it is int64; with ``weights`` (1-D, ``input``'s length) entry
+    ``i`` is the sum of the weights where ``input == i``, float32 for float32 weights and float64
+    otherwise, as PyTorch. Composite of ``index_add_`` with one host sync for the size. Raises
+    NotImplementedError for bool / floating / complex input, RuntimeError for input that is not
+    1-D or has a negative value, a negative ``minlength`` or mismatched ``weights``. PyTorch has no
+    derivative for bincount; ember's result never requires grad.
+    """
+    check_tensor(input, "bincount", "input")
+    dt = input._dtype
+    if dt is D.bool or dt.is_floating_point or dt.is_complex:
+        raise _not_impl("bincount", dt)
+    if input.dim() != 1 or (input.numel() and int(input.min().item()) < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is not None:
+        check_tensor(weights, "bincount", "weights")
+        if weights.dim() != 1 or weights._shape[0] != input._shape[0]:
+            raise RuntimeError("weights should be 1-d and have the same length as input")
+    import ember        # the public namespace is complete by the time bincount runs
+    if not isinstance(minlength, numbers.Integral) or isinstance(minlength, builtins.bool):
+        raise TypeError(f"bincount(): argument 'minlength' must be int, not {type(minlength).__name__}")
+    size = builtins.max(minlength, int(input.max().item()) + 1 if input.numel() else 0)
+    out_dtype = D.int64 if weights is None else (D.float32 if weights._dtype is D.float32 else D.float64)
+    with ember.no_grad():
+        counts = ember.zeros(size, dtype=out_dtype, device=input.device)
+        values = ember.ones(input._shape, dtype=out_dtype, device=input.device) if weights is None \
+            else weights.to(out_dtype)
+        return counts.index_add_(0, input.to(D.int64), values)
+
+
 # ---------------------------------------------------------------- Tensor methods
 def _bind():
     T = Tensor
     for name in ("sum", "nansum", "mean", "nanmean", "prod", "max", "min", "amax", "amin", "argmax", "argmin",
                  "aminmax", "var", "std", "norm", "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumsum_",
                  "cumprod", "cumprod_", "cummax", "cummin", "median", "nanmedian", "mode", "sort", "argsort",
-                 "msort", "topk", "kthvalue", "unique", "unique_consecutive"):
+                 "msort", "topk", "kthvalue", "unique", "unique_consecutive", "bincount"):
         setattr(T, name, globals()[name])
 
     def norm_method(self, p="fro", dim=None, keepdim=False, dtype=None):

@@ -21,7 +21,7 @@ from ..._ops._out import write_out
 __all__ = ["relu", "relu_", "leaky_relu", "leaky_relu_", "gelu", "silu", "sigmoid", "tanh", "softmax",
            "log_softmax", "softmin", "softplus", "elu", "elu_", "selu", "celu", "hardtanh", "hardtanh_", "relu6",
            "logsigmoid", "threshold", "threshold_", "mish", "hardsigmoid", "hardswish", "softsign", "tanhshrink",
-           "hardshrink", "softshrink", "glu", "prelu", "rrelu", "rrelu_", "selu_", "celu_"]
+           "hardshrink", "softshrink", "glu", "prelu", "rrelu", "rrelu_", "selu_", "celu_", "gumbel_softmax"]
 
 
 def _floating(x, name):
@@ -381,6 +381,28 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     x = input if dtype is None else input.to(dtype)
     _floating(x, "log_softmax_lastdim_kernel_impl")
     return x - ember.logsumexp(x, dim, keepdim=True)
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """A sample from the Gumbel-softmax (concrete) distribution over ``dim``: softmax((logits + g) / tau)
+    with g ~ Gumbel(0, 1) i.i.d. drawn from ember's generator (matches torch.nn.functional.gumbel_softmax).
+
+    ``logits`` (any shape, floating) are unnormalised log-probabilities; ``tau`` > 0 the temperature.
+    ``hard=True`` returns the one-hot of the sample's argmax in the forward pass with the soft
+    sample's gradient (straight-through: ``y_hard - y_soft.detach() + y_soft``). The result has
+    ``logits``' shape and dtype. ``eps`` is deprecated and unused, as in PyTorch (a UserWarning
+    when it is not the default). The values differ from PyTorch's (another generator), the
+    distribution is the same.
+    """
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -ember.empty_like(logits).exponential_().log()       # -log(Exp(1)) ~ Gumbel(0, 1)
+    y_soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim, keepdim=True)
+    y_hard = ember.zeros_like(logits).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
 
 
 @autocast_function
