@@ -31,6 +31,7 @@ from ._interop import from_dlpack
 from ._linalg_toplevel import *  # noqa: F401,F403,E402 - torch.det, torch.svd, torch.trace, ... (over ember.linalg)
 from ._parallel import set_num_threads, get_num_threads  # noqa: F401
 from ._printing import set_printoptions, get_printoptions, printoptions
+from ._memory_format import memory_format, contiguous_format, channels_last, channels_last_3d, preserve_format  # noqa: F401,E402
 
 for _m in _OP_MODULES:
     for _name in getattr(_m, "__all__", ()):

@@ -17,6 +17,7 @@ import numbers
 from . import _dtype as D
 from ._device import strided
 from ._grad_state import STATE as _AG
+from . import _memory_format as _MF
 
 __all__ = ["Tensor", "Size", "is_tensor"]
 
@@ -264,7 +265,16 @@ class Tensor:
         return self._storage.data_ptr() + self._offset * self._dtype.itemsize
 
     def is_contiguous(self, memory_format=None) -> bool:
-        """Whether the elements lie in row-major order with no gaps (size-1 dims ignored)."""
+        """Whether the elements lie in row-major order with no gaps (size-1 dims ignored), or in the order
+        of ``memory_format`` (``ember.channels_last``: N, H, W, C; False at another rank). Matches
+        torch.Tensor.is_contiguous."""
+        if memory_format is not None and memory_format is not _MF.contiguous_format:
+            if memory_format is _MF.preserve_format:
+                raise RuntimeError("Memory format preserve_format not supported by is_contiguous")
+            if not isinstance(memory_format, _MF.memory_format):
+                raise TypeError(f"is_contiguous(): argument 'memory_format' must be ember.memory_format, not "
+                                f"{type(memory_format).__name__}")
+            return _MF.is_contiguous_for(self._shape, self._stride, memory_format)
         expected = 1
         for size, st in zip(reversed(self._shape), reversed(self._stride)):
             if size == 0:
@@ -514,7 +524,22 @@ class Tensor:
         return self.reshape(other._shape)
 
     def contiguous(self, memory_format=None):
-        """Self when already contiguous, else a contiguous copy (matches torch.Tensor.contiguous)."""
+        """Self when already contiguous (in ``memory_format``, default row-major), else a copy laid out so
+        (matches torch.Tensor.contiguous).
+
+        :raises RuntimeError: channels_last(_3d) for a tensor not of rank 4 (5); preserve_format for a
+            tensor that is not already contiguous (PyTorch's "preserve memory format is unsupported by the
+            contiguous operator").
+        """
+        if memory_format is not None and memory_format is not _MF.contiguous_format:
+            if memory_format is _MF.preserve_format:
+                if self.is_contiguous():
+                    return self
+                raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+            _MF.check(memory_format, self._shape)
+            if _MF.is_contiguous_for(self._shape, self._stride, memory_format):
+                return self
+            return self.clone(memory_format=memory_format)
         if self.is_contiguous():
             return self
         return self.clone()

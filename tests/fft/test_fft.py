@@ -230,28 +230,28 @@ def test_primitives_pass_gradcheck_through_real_outputs():
     assert gradcheck(lambda x: ember.fft.ifftn(x, s=(5, 3)).abs(), (x,))
 
 
-def test_complex_leaves_cannot_require_grad_yet():
-    """A known limit: ember's autograd refuses complex leaves (issue 18 adds complex autograd)."""
-    with pytest.raises(NotImplementedError):
-        ember.fft.fft(ember.randn(4)).detach().requires_grad_(True)
+def test_complex_leaves_through_the_transforms_match_torch():
+    """Complex leaves (issue 18): the gradient of a real loss through fft / ifft matches torch's .grad."""
+    z = np.random.default_rng(9).standard_normal((2, 8)) + 1j * np.random.default_rng(10).standard_normal((2, 8))
+    ze, zt = ember.tensor(z, requires_grad=True), torch.tensor(z, requires_grad=True)
+    ember.fft.ifft(ember.fft.fft(ze) * ze.conj()).abs().sum().backward()
+    torch.fft.ifft(torch.fft.fft(zt) * zt.conj()).abs().sum().backward()
+    np.testing.assert_allclose(_np(ze.grad), _np(zt.grad), rtol=1e-9, atol=1e-12)
 
 
-def test_formulas_not_known_right_for_complex_raise_instead_of_a_wrong_gradient():
-    """Between the transforms, ops whose derivative would need a conjugate (a product with a complex
-    tensor, exp of a complex tensor) raise when backward reaches them; a real factor is fine."""
-    x = ember.randn(2, 8, dtype=ember.float64, requires_grad=True)
-    h = ember.randn(5, dtype=ember.complex128)
-    y = ember.fft.irfft(ember.fft.rfft(x) * h, n=8).pow(2).sum()
-    with pytest.raises(RuntimeError, match="derivative for 'mul' is not implemented for complex tensors"):
-        y.backward()
-    y = ember.fft.irfft(ember.fft.rfft(x).exp(), n=8).sum()
-    with pytest.raises(RuntimeError, match="derivative for 'exp' is not implemented for complex tensors"):
-        y.backward()
-    y = ember.fft.irfft(ember.fft.rfft(x) * 2.5 + ember.fft.rfft(x) / 3.0, n=8).sum()
-    y.backward()
-    xt = torch.tensor(x.detach().numpy(), requires_grad=True)
-    torch.fft.irfft(torch.fft.rfft(xt) * 2.5 + torch.fft.rfft(xt) / 3.0, n=8).sum().backward()
-    np.testing.assert_allclose(_np(x.grad), _np(xt.grad), atol=1e-12)
+def test_complex_factors_between_the_transforms_match_torch():
+    """Between the transforms, a product with a complex tensor and exp of a complex tensor (formulas
+    with the conj written out, as derivatives.yaml) give torch's gradients."""
+    rng = np.random.default_rng(11)
+    xn, hn = rng.standard_normal((2, 8)), rng.standard_normal(5) + 1j * rng.standard_normal(5)
+    for f in (lambda m, x, h: m.fft.irfft(m.fft.rfft(x) * h, n=8).pow(2).sum(),
+              lambda m, x, h: m.fft.irfft((m.fft.rfft(x) / 4).exp(), n=8).sum(),
+              lambda m, x, h: m.fft.irfft(m.fft.rfft(x) * 2.5 + m.fft.rfft(x) / 3.0, n=8).sum()):
+        x = ember.tensor(xn, requires_grad=True)
+        xt = torch.tensor(xn, requires_grad=True)
+        f(ember, x, ember.tensor(hn)).backward()
+        f(torch, xt, torch.tensor(hn)).backward()
+        np.testing.assert_allclose(_np(x.grad), _np(xt.grad), atol=1e-12)
 
 
 PROGRAM = """

@@ -14,6 +14,7 @@ _nn           relu, softmax, log_softmax, nll_loss, im2col / col2im, max pooling
 _special      digamma, lgamma, polygamma, i0, xlogy, ..., the ops behind ember.special
 _random       rand, randn, randint, randperm, normal, bernoulli, ...
 _fft          fft_c2c, fft_r2c, fft_c2r (the primitives of ember.fft; not exported at top level)
+_complex      view_as_real / view_as_complex, real / imag views, conj, angle, polar, complex
 """
 import warnings
 
@@ -27,7 +28,8 @@ from . import _special  # noqa: F401  (digamma, lgamma, ...: the ops behind embe
 from . import _quantized  # noqa: F401  (quantized tensors: the ops ember-quantized implements)
 from . import _sparse  # noqa: F401  (sparse_coo_tensor, to_sparse / to_dense: ember-sparse's entry points)
 from . import _fft  # noqa: F401  (fft_c2c / fft_r2c / fft_c2r: the primitives behind ember.fft)
+from . import _complex  # noqa: F401,E402  (view_as_real / real / imag / conj / angle / polar / complex)
 from ._creation import frombuffer_bytes  # noqa: F401
 
 MODULES = (_copy, _creation, _elementwise, _reduction, _linalg, _shape, _indexing, _random, _compare, _nn, _conv,
-           _special, _quantized, _sparse)
+           _special, _quantized, _sparse, _complex)

@@ -14,6 +14,7 @@ from .._device import device as _device_cls
 from .._dispatch import declare
 from .._factory import empty_on, bump_version
 from .._grad_state import STATE as _AG
+from .. import _memory_format as MF
 from .._tensor import Tensor
 from ._meta import broadcast_shapes, check_tensor
 
@@ -119,10 +120,40 @@ def zero_(self):
     return fill_(self, 0)
 
 
+def empty_in_format(shape, dtype, device, memory_format, like=None):
+    """An uninitialised tensor of ``shape`` laid out in ``memory_format`` (``preserve_format`` takes
+    ``like``'s layout: ``_memory_format.preserve_strides``); contiguous for None."""
+    if memory_format is None or memory_format is MF.contiguous_format:
+        if memory_format is not None:
+            MF.check(memory_format, shape)
+        return empty_on(shape, dtype, device)
+    MF.check(memory_format, shape)
+    if memory_format is MF.preserve_format:
+        if like is None:
+            return empty_on(shape, dtype, device)
+        stride = MF.preserve_strides(like._shape, like._stride)
+    else:
+        stride = MF.strides_for(shape, memory_format)
+    numel = 1
+    for n in shape:
+        numel *= n
+    t = empty_on((numel,), dtype, device)._view(tuple(shape), stride, 0)
+    t._base = None
+    return t
+
+
 def clone(input, *, memory_format=None):
-    """A contiguous copy with its own storage (matches torch.clone)."""
+    """A copy with its own storage (matches torch.clone): contiguous when ``memory_format`` is None
+    (ember's default; PyTorch's is preserve_format), else laid out in ``memory_format`` (preserve_format:
+    the input's strides when it is non-overlapping and dense).
+
+    :raises RuntimeError: channels_last(_3d) for a tensor not of rank 4 (5).
+    """
     check_tensor(input, "clone")
-    out = empty_on(input._shape, input._dtype, input._device)
+    if memory_format is not None:
+        out = empty_in_format(input._shape, input._dtype, input._device, memory_format, like=input)
+    else:
+        out = empty_on(input._shape, input._dtype, input._device)
     if input._quantizer is not None:      # a quantized tensor's copy keeps its quantizer
         out._quantizer = input._quantizer
     if _AG.check and input._requires_grad:
@@ -165,14 +196,18 @@ def to(self, *args, **kwargs):
     """This tensor on another device and/or dtype; self when nothing changes and copy=False.
 
     Accepts ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``, and the
-    keywords device, dtype, non_blocking, copy (matches torch.Tensor.to).
+    keywords device, dtype, non_blocking, copy, memory_format (a copy laid out in that format when the
+    tensor is not already; matches torch.Tensor.to).
     """
+    fmt = kwargs.get("memory_format")
     dev, dtype, copy, non_blocking = _parse_to(args, dict(kwargs))
     dev = dev or self._device
     dtype = dtype or self._dtype
-    if dev is self._device and dtype is self._dtype and not copy:
+    if dev is self._device and dtype is self._dtype and not copy and (
+            fmt is None or fmt is MF.preserve_format or self.is_contiguous(memory_format=fmt)):
         return self
-    out = empty_on(self._shape, dtype, dev)
+    out = empty_in_format(self._shape, dtype, dev, fmt, like=self) if fmt is not None else \
+        empty_on(self._shape, dtype, dev)
     if self._quantizer is not None and dtype is self._dtype:
         out._quantizer = self._quantizer
     copy_(out, self, non_blocking)

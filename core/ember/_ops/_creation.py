@@ -18,7 +18,7 @@ from .. import _dtype as D, _registry
 from .._dispatch import declare
 from .._factory import empty_on, contiguous_strides
 from .._tensor import Tensor, _size_args
-from ._copy import fill_, copy_, _fill_op
+from ._copy import fill_, copy_, _fill_op, empty_in_format
 from . import _shape_composites as _C   # composites over the primitive set
 
 
@@ -164,6 +164,11 @@ def empty(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad
           memory_format=None, out=None):
     """An uninitialised tensor of ``size`` (varargs, one sequence or ``size=``; matches torch.empty)."""
     shape, dtype, dev = _factory_args(size_varargs(sizes, size, "empty"), dtype, device, "empty")
+    if memory_format is not None:      # contiguous_format / channels_last / channels_last_3d
+        from .. import _memory_format as MF
+        if memory_format is MF.preserve_format:
+            raise RuntimeError("preserve_format is not supported by ember.empty (there is no input to preserve)")
+        return _finish(empty_in_format(shape, dtype, dev, memory_format), requires_grad)
     return _finish(empty_on(shape, dtype, dev), requires_grad)
 
 
@@ -200,32 +205,42 @@ def ones(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=
     return _finish(_filled(empty_on(shape, dtype, dev), 1), requires_grad)
 
 
+def _new_like(input, shape, dtype, dev, memory_format):
+    """The uninitialised result of a ``*_like`` factory: contiguous when ``memory_format`` is None (ember's
+    default; PyTorch's is preserve_format), else laid out in it."""
+    if memory_format is None:
+        return empty_on(shape, dtype, dev)
+    return empty_in_format(shape, dtype, dev, memory_format, like=input)
+
+
 def _like(input, dtype, device):
     return input._shape, dtype or input._dtype, _device(device) if device is not None else input._device
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    """An uninitialised tensor with ``input``'s shape (dtype / device from input unless given)."""
+    """An uninitialised tensor with ``input``'s shape (dtype / device from input unless given; laid out in
+    ``memory_format`` when given, preserve_format keeping input's layout)."""
     shape, dtype, dev = _like(input, dtype, device)
-    return _finish(empty_on(shape, dtype, dev), requires_grad)
+    return _finish(_new_like(input, shape, dtype, dev, memory_format), requires_grad)
 
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    """Zeros with ``input``'s shape (dtype / device from input unless given)."""
+    """Zeros with ``input``'s shape (dtype / device from input unless given; ``memory_format`` as empty_like)."""
     shape, dtype, dev = _like(input, dtype, device)
-    return _finish(_filled(empty_on(shape, dtype, dev), 0), requires_grad)
+    return _finish(_filled(_new_like(input, shape, dtype, dev, memory_format), 0), requires_grad)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    """Ones with ``input``'s shape (dtype / device from input unless given)."""
+    """Ones with ``input``'s shape (dtype / device from input unless given; ``memory_format`` as empty_like)."""
     shape, dtype, dev = _like(input, dtype, device)
-    return _finish(_filled(empty_on(shape, dtype, dev), 1), requires_grad)
+    return _finish(_filled(_new_like(input, shape, dtype, dev, memory_format), 1), requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    """``fill_value`` with ``input``'s shape (dtype / device from input unless given)."""
+    """``fill_value`` with ``input``'s shape (dtype / device from input unless given; ``memory_format`` as
+    empty_like)."""
     shape, dtype, dev = _like(input, dtype, device)
-    return _finish(_filled(empty_on(shape, dtype, dev), fill_value), requires_grad)
+    return _finish(_filled(_new_like(input, shape, dtype, dev, memory_format), fill_value), requires_grad)
 
 
 # ---------------------------------------------------------------- sequences (kernels per device)

@@ -14,7 +14,7 @@ from .grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, i
 from .function import Function, FunctionCtx, once_differentiable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError
-from . import functional, forward_ad
+from . import functional, forward_ad, _complex
 from ._compat import (Variable, variable, SavedTensor, is_tensor_like, has_torch_function,  # noqa: F401
                       set_multithreading_enabled, is_multithreading_enabled, is_view_replay_enabled,
                       kineto_available)
@@ -129,3 +129,4 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 from . import _tensor_methods  # noqa: E402  (binds backward, register_hook, ... to Tensor)
 
 derivatives.install()
+_complex.install()    # the backward of view_as_real / view_as_complex (real, imag, conj, ...)

@@ -8,7 +8,7 @@ import numbers
 from .._tensor import Tensor
 from ._helpers import dims_of, reduce_grad, sum_to, unsqueeze_dims
 
-__all__ = ["scale", "count", "atan2_recip", "nanmean_grad", "copysign_grad", "minmax_grad", "fminmax_grad",
+__all__ = ["cj", "sgn_grad", "scale", "count", "atan2_recip", "nanmean_grad", "copysign_grad", "minmax_grad", "fminmax_grad",
            "pow_self_grad", "pow_exponent_grad", "clamp_grad", "clamp_bound_grad", "matrix_norm_grad", "cumsum_grad",
            "cat_grad", "roll_grad", "repeat_grad", "repeat_interleave_grad", "take_grad", "index_select_like",
            "masked_scatter_grad", "masked_select_grad", "scatter_self_grad", "scatter_src_grad",
@@ -80,25 +80,47 @@ def fminmax_grad(grad, self, other, is_max, for_other=False):
     return grad * chosen.to(grad._dtype)
 
 
+def cj(x):
+    """The complex conjugate of a tensor or a Python number (a real one is itself): the ``conj`` that
+    derivative formulas write where PyTorch's derivatives.yaml does, whatever the operand's type."""
+    return x.conj() if isinstance(x, Tensor) else x.conjugate()
+
+
+def sgn_grad(grad, self, result):
+    """Gradient of sgn: 0 for real input (piecewise constant); for complex z with s = z / |z|,
+    (grad - s * Re(conj(s) * grad)) / |z|, 0 where z == 0 (PyTorch's sgn_backward)."""
+    ember = _ember()
+    if not self._dtype.is_complex:
+        return ember.zeros_like(grad)
+    a = self.abs()
+    zero = a == 0
+    r = (grad - result * (result.conj() * grad).real) / a.masked_fill(zero, 1)
+    return r.masked_fill(zero, 0)
+
+
 def pow_self_grad(grad, self, exponent):
-    """d x**e / dx = e * x**(e - 1) (0 where e == 0)."""
+    """d x**e / dx = e * x**(e - 1), conjugated for complex values (0 where e == 0)."""
     ember = _ember()
     if isinstance(exponent, numbers.Number):
         if exponent == 0:
             return ember.zeros_like(self)
-        return grad * exponent * self.pow(exponent - 1)
-    r = grad * exponent * self.pow(exponent - 1)
+        return grad * cj(exponent * self.pow(exponent - 1))
+    r = grad * cj(exponent * self.pow(exponent - 1))
     return ember.where(exponent == 0, ember.zeros_like(r), r)
 
 
 def pow_exponent_grad(grad, self, exponent, result):
-    """d x**e / de = x**e * log(x) (0 where x == 0 and e >= 0)."""
+    """d x**e / de = x**e * log(x), conjugated for complex values (0 where x == 0 and e >= 0)."""
     ember = _ember()
+    if isinstance(self, builtins.complex):
+        import cmath
+        return grad * cj(result * cmath.log(self)) if self != 0 else ember.zeros_like(result)
     if isinstance(self, numbers.Number):
-        return grad * result * math.log(self) if self > 0 else grad * result * float("nan") if self < 0 \
+        return grad * cj(result) * math.log(self) if self > 0 else grad * result * float("nan") if self < 0 \
             else ember.zeros_like(result)
-    r = grad * result * self.log()
-    mask = (self == 0).logical_and(exponent >= 0) if isinstance(exponent, Tensor) else (self == 0)
+    r = grad * (result * self.log()).conj()
+    e = exponent.real if isinstance(exponent, Tensor) and exponent._dtype.is_complex else exponent
+    mask = (self == 0).logical_and(e >= 0) if isinstance(exponent, Tensor) else (self == 0)
     return ember.where(mask, ember.zeros_like(r), r)
 
 

@@ -124,11 +124,12 @@ def select_grad_along(grad, dim, index, shape):
 
 
 def matmul_grad(grad, self, other, which):
-    """Gradient of matmul (with 1-D and batch-broadcast operands) for ``which`` = 'self' | 'other'."""
+    """Gradient of matmul (with 1-D and batch-broadcast operands) for ``which`` = 'self' | 'other'
+    (``grad @ other.mH`` / ``self.mH @ grad``: conjugated for complex operands, as PyTorch)."""
     a, b, g = self, other, grad
     a1, b1 = a.dim() == 1, b.dim() == 1
     if a1 and b1:                       # a dot product: the gradient is 0-dim
-        return g * (b if which == "self" else a)
+        return g * (b if which == "self" else a).conj()
     if a1:
         a = a.unsqueeze(0)
         g = g.unsqueeze(-2)
@@ -136,10 +137,10 @@ def matmul_grad(grad, self, other, which):
         b = b.unsqueeze(-1)
         g = g.unsqueeze(-1)
     if which == "self":
-        r = g.matmul(b.mT)
+        r = g.matmul(b.mH)
         r = sum_to(r, a._shape)
         return r.squeeze(0) if a1 else r
-    r = a.mT.matmul(g)
+    r = a.mH.matmul(g)
     r = sum_to(r, b._shape)
     return r.squeeze(-1) if b1 else r
 
@@ -227,7 +228,7 @@ def _prod_grad_1d(grad, x, d):
     rev = x.flip([d])
     right = rev.narrow(d, 0, n - 1).cumprod(d) if n > 1 else None
     right = one if right is None else __import__("ember").cat([one, right], d)
-    return grad * left * right.flip([d])
+    return grad * (left * right.flip([d])).conj()     # conjugated for complex values (PyTorch's convention)
 
 
 def cumprod_grad(grad, self, dim):
@@ -377,9 +378,16 @@ class AsStridedScatter(Function):
         from ._record import _scatter_into
         shape, stride, dtype, device = base_meta
         ctx.meta = (base_meta, geometry)
+        real_view = dtype.is_complex and not g._dtype.is_complex and g._dtype.itemsize * 2 == dtype.itemsize
+        ctx.real_view = g._dtype if real_view else None
         from .._ops._creation import empty_strided
-        z = empty_strided(shape, stride, dtype=g._dtype, device=device).zero_()
         vshape, vstride, voff = geometry
+        if real_view:                                       # a real / imag view of a complex base
+            from ._record import _real_target
+            z = empty_strided(shape, stride, dtype=dtype, device=device).zero_()
+            _scatter_into(_real_target(z, g._dtype), vshape, vstride, voff, g)
+            return z
+        z = empty_strided(shape, stride, dtype=g._dtype, device=device).zero_()
         return _scatter_into(z, vshape, vstride, voff, g)
 
     @staticmethod
@@ -389,6 +397,9 @@ class AsStridedScatter(Function):
         (shape, stride, dtype, device), (vshape, vstride, voff) = ctx.meta
         t = empty_strided(shape, stride, dtype=gg._dtype, device=device)
         t.copy_(gg)
+        if ctx.real_view:
+            from ._record import _real_target
+            t = _real_target(t, ctx.real_view)
         return t.as_strided(vshape, vstride, t._offset + voff), None, None
 
 

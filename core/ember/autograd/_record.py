@@ -100,22 +100,12 @@ class _Constant:
 
 def complex_ok(op_name, kwargs, outputs):
     """Whether the node of ``op_name`` may be built for these outputs: always for real outputs; for a
-    complex one only when the op's formula is right for complex values (``derivatives.COMPLEX_SAFE``, or
-    mul / div whose factors that need conjugating are real). Otherwise the node raises when reached
-    rather than give a wrong gradient (complex autograd: issue 18)."""
+    complex one only when the op's formula is right for complex values (``derivatives.COMPLEX_SAFE``).
+    Otherwise the node raises when reached rather than give a wrong gradient."""
     if not any(isinstance(o, Tensor) and o._dtype.is_complex for o in outputs):
         return True
     from .derivatives import COMPLEX_SAFE
-    if op_name in COMPLEX_SAFE:
-        return True
-    if op_name in ("mul", "true_divide"):
-        a, b = kwargs.get("self"), kwargs.get("other")
-        cplx = lambda t: isinstance(t, complex) or (isinstance(t, Tensor) and t._dtype.is_complex)  # noqa: E731
-        diff = lambda t: isinstance(t, Tensor) and (t._requires_grad or t._grad_fn is not None)      # noqa: E731
-        if op_name == "mul":    # grad * other needs conj(other): right while other is real (and vice versa)
-            return not (diff(a) and cplx(b)) and not (diff(b) and cplx(a))
-        return not diff(b) and not cplx(b)   # grad / other: right for a real divisor that needs no grad
-    return False
+    return op_name in COMPLEX_SAFE
 
 
 def _attach(node, outputs):
@@ -220,8 +210,23 @@ def regenerate_view_grad_fn(view):
 
 # ---------------------------------------------------------------- geometry helpers
 def _geometry(t, base):
-    """(shape, stride, offset relative to base's storage start) of ``t``."""
+    """(shape, stride, offset relative to base's storage start) of ``t``; for a real view of a complex
+    base (``real`` / ``imag`` / ``view_as_real``) in the units of the base's real view (``_real_target``)."""
+    if t._dtype is not base._dtype and t._dtype.itemsize != base._dtype.itemsize:
+        if not (base._dtype.is_complex and not t._dtype.is_complex):
+            raise NotImplementedError(f"ember autograd: an in-place write through a {t._dtype} view of a "
+                                      f"{base._dtype} tensor that requires grad is not supported")
+        return t._shape, t._stride, t._offset - 2 * base._offset
     return t._shape, t._stride, t._offset - base._offset
+
+
+def _real_target(t, view_dtype):
+    """``t`` (laid out like a base) as the tensor a view's geometry addresses: its ``view_as_real`` when the
+    view is a real view of a complex base, ``t`` itself otherwise."""
+    if t._dtype.is_complex and not view_dtype.is_complex and view_dtype.itemsize * 2 == t._dtype.itemsize:
+        from .._ops._complex import view_as_real
+        return view_as_real(t)
+    return t
 
 
 def _overlaps(shape, stride):
@@ -263,6 +268,7 @@ class CopySlices(Node):
         self.fn = fn
         self.base_meta = (base._shape, base._stride, base._dtype, base._device)
         self.geometry = _geometry(view, base)
+        self.view_dtype = view._dtype
 
     def apply(self, grads):
         """Node.apply: the base's gradient with the view's slice replaced by the in-place op's gradient; the op's
@@ -274,7 +280,8 @@ class CopySlices(Node):
         result = empty_strided(shape, stride, dtype=dtype, device=device)
         result.copy_(g)
         vshape, vstride, voff = self.geometry
-        grad_slice = result.as_strided(vshape, vstride, result._offset + voff)
+        target = _real_target(result, self.view_dtype)
+        grad_slice = target.as_strided(vshape, vstride, target._offset + voff)
         res = self.fn.apply([grad_slice.clone()])
         if self.fn.next_edges and self.fn.next_edges[0] is not None and res[0] is not None:
             grad_slice.copy_(res[0])

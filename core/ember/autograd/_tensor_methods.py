@@ -26,15 +26,12 @@ def requires_grad_(self, requires_grad=True):
     """Set whether autograd records operations on this (leaf) tensor; returns self.
 
     RuntimeError "only Tensors of floating point and complex dtype can require gradients"
-    for other dtypes, and for turning it off on a non-leaf. Complex autograd is not
-    implemented in ember (NotImplementedError).
+    for other dtypes, and for turning it off on a non-leaf. Complex tensors take PyTorch's
+    convention: the gradient of a real loss L is dL/d(real) + i dL/d(imag).
     """
     if requires_grad:
         if not (self._dtype.is_floating_point or self._dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-        if self._dtype.is_complex:
-            raise NotImplementedError("ember's autograd supports floating point dtypes; complex gradients are not "
-                                      "implemented")
         self._requires_grad = True
         mark_requires_grad()
     else:

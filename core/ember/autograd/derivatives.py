@@ -28,43 +28,44 @@ DERIVATIVES = {
     # ---------------------------------------------------------------- unary elementwise
     "neg": {"self": "-grad"},
     "abs": {"self": "grad * self.sgn()"},        # sgn = sign for real input; z / abs(z) for complex (PyTorch)
-    "sign": {"self": ZERO}, "sgn": {"self": ZERO}, "floor": {"self": ZERO}, "ceil": {"self": ZERO},
+    "sign": {"self": ZERO}, "sgn": {"self": "sgn_grad(grad, self, result)"}, "floor": {"self": ZERO}, "ceil": {"self": ZERO},
     "trunc": {"self": ZERO}, "round": {"self": ZERO},
-    "exp": {"self": "grad * result"},
-    "exp2": {"self": "grad * result * math.log(2.0)"},
-    "log": {"self": "grad / self"},
-    "log2": {"self": "grad / (self * math.log(2.0))"},
-    "log10": {"self": "grad / (self * math.log(10.0))"},
-    "log1p": {"self": "grad / (self + 1)"},
-    "expm1": {"self": "grad * (result + 1)"},
-    "sqrt": {"self": "grad / (2 * result)"},
-    "rsqrt": {"self": "-0.5 * grad * result.pow(3)"},
-    "square": {"self": "2 * grad * self"},
-    "sin": {"self": "grad * self.cos()"},
-    "cos": {"self": "-grad * self.sin()"},
-    "tan": {"self": "grad * (1 + result.square())"},
-    "asin": {"self": "grad * (1 - self.square()).rsqrt()"},
-    "acos": {"self": "-grad * (1 - self.square()).rsqrt()"},
-    "atan": {"self": "grad / (1 + self.square())"},
-    "sinh": {"self": "grad * self.cosh()"},
-    "cosh": {"self": "grad * self.sinh()"},
-    "tanh": {"self": "grad * (1 - result.square())"},
-    "asinh": {"self": "grad * (self.square() + 1).rsqrt()"},
-    "acosh": {"self": "grad * (self.square() - 1).rsqrt()"},
-    "atanh": {"self": "grad / (1 - self.square())"},
-    "sigmoid": {"self": "grad * result * (1 - result)"},
+    "exp": {"self": "grad * result.conj()"},
+    "exp2": {"self": "grad * result.conj() * math.log(2.0)"},
+    "log": {"self": "grad / self.conj()"},
+    "log2": {"self": "grad / (self.conj() * math.log(2.0))"},
+    "log10": {"self": "grad / (self.conj() * math.log(10.0))"},
+    "log1p": {"self": "grad / (self + 1).conj()"},
+    "expm1": {"self": "grad * (result + 1).conj()"},
+    "sqrt": {"self": "grad / (2 * result.conj())"},
+    "rsqrt": {"self": "-0.5 * grad * result.pow(3).conj()"},
+    "square": {"self": "2 * grad * self.conj()"},
+    "sin": {"self": "grad * self.cos().conj()"},
+    "cos": {"self": "-grad * self.sin().conj()"},
+    "tan": {"self": "grad * (1 + result.square()).conj()"},
+    "asin": {"self": "grad * (1 - self.square()).rsqrt().conj()"},
+    "acos": {"self": "-grad * (1 - self.square()).rsqrt().conj()"},
+    "atan": {"self": "grad / (1 + self.square()).conj()"},
+    "sinh": {"self": "grad * self.cosh().conj()"},
+    "cosh": {"self": "grad * self.sinh().conj()"},
+    "tanh": {"self": "grad * (1 - result.square()).conj()"},
+    "asinh": {"self": "grad * (self.square() + 1).rsqrt().conj()"},
+    "acosh": {"self": "grad * ((self + 1).rsqrt() * (self - 1).rsqrt()).conj()"},   # right off the real axis too
+    "atanh": {"self": "grad / (1 - self.square()).conj()"},
+    "sigmoid": {"self": "grad * (result * (1 - result)).conj()"},
     "erf": {"self": "grad * (2 / math.sqrt(math.pi)) * (-self.square()).exp()"},
     "erfc": {"self": "grad * (-2 / math.sqrt(math.pi)) * (-self.square()).exp()"},
     "erfinv": {"self": "grad * (math.sqrt(math.pi) / 2) * result.square().exp()"},
     "frac": {"self": G},
-    "reciprocal": {"self": "-grad * result.square()"},
+    "reciprocal": {"self": "-grad * result.square().conj()"},
     "positive": {"self": G},
     "nan_to_num": {"self": "nan_to_num_grad(grad, self)"},
     # ---------------------------------------------------------------- binary elementwise
     "add": {"self": G, "other": "scale(grad, alpha)"},
     "sub": {"self": G, "other": "-scale(grad, alpha)"},
-    "mul": {"self": "grad * other", "other": "grad * self"},
-    "true_divide": {"self": "grad / other", "other": "-grad * self / (other * other)", "name": "DivBackward0"},
+    "mul": {"self": "grad * cj(other)", "other": "grad * cj(self)"},
+    "true_divide": {"self": "grad / cj(other)", "other": "-grad * cj(self / (other * other))",
+                    "name": "DivBackward0"},
     "floor_divide": {"self": ZERO, "other": ZERO},
     "div_trunc": {"self": ZERO, "other": ZERO, "name": "DivBackward2"},
     "remainder": {"self": G, "other": "-grad * floor_divide(self, other)"},
@@ -118,11 +119,11 @@ DERIVATIVES = {
     "cumsum": {"self": "cumsum_grad(grad, dim)"},
     "cumprod": {"self": "cumprod_grad(grad, self, dim)"},
     # ---------------------------------------------------------------- linear algebra
-    "mm": {"self": "grad.mm(mat2.t())", "mat2": "self.t().mm(grad)"},
-    "bmm": {"self": "grad.bmm(mat2.mT)", "mat2": "self.mT.bmm(grad)"},
-    "mv": {"self": "grad.unsqueeze(-1) * vec", "vec": "self.t().mv(grad)"},
-    "dot": {"self": "grad * tensor", "tensor": "grad * self"},
-    "vdot": {"self": "grad * other", "other": "grad * self"},
+    "mm": {"self": "grad.mm(mat2.mH)", "mat2": "self.mH.mm(grad)"},
+    "bmm": {"self": "grad.bmm(mat2.mH)", "mat2": "self.mH.bmm(grad)"},
+    "mv": {"self": "grad.unsqueeze(-1) * vec.conj()", "vec": "self.mH.mv(grad)"},
+    "dot": {"self": "grad * tensor.conj()", "tensor": "grad * self.conj()"},
+    "vdot": {"self": "grad.conj() * other", "other": "grad * self"},
     "matmul": {"self": "matmul_grad(grad, self, other, 'self')", "other": "matmul_grad(grad, self, other, 'other')"},
     "addmm": {"self": "scale(grad, beta)", "mat1": "scale(grad.mm(mat2.t()), alpha)",
               "mat2": "scale(mat1.t().mm(grad), alpha)"},
@@ -133,7 +134,7 @@ DERIVATIVES = {
     "addbmm": {"self": "scale(grad, beta)",
                "batch1": "scale(grad.expand(batch1_shape[:1] + grad.shape).bmm(batch2.mT), alpha)",
                "batch2": "scale(batch1.mT.bmm(grad.expand(batch2_shape[:1] + grad.shape)), alpha)"},
-    "einsum": {"tensors": "[einsum_grad(grad, equation, tensors, i) for i in range(len(tensors))]"},
+    "einsum": {"tensors": "[einsum_grad(grad, equation, [cj(t) for t in tensors], i) for i in range(len(tensors))]"},
     # ---------------------------------------------------------------- shape and indexing
     "cat": {"tensors": "cat_grad(grad, tensors_shape, dim)"},
     "flip": {"self": "grad.flip(dims)"},
@@ -168,7 +169,7 @@ DERIVATIVES = {
     "bernoulli_tensor": {"self": ZERO, "p": ZERO, "name": "BernoulliBackward1"},
     "normal_tensor": {"mean": G, "std": "grad * (result - mean) / std", "name": "NormalBackward3"},
     # ---------------------------------------------------------------- nn ops (_ops/_nn.py)
-    "linear": {"input": "grad.matmul(weight)", "weight": "linear_weight_grad(grad, input)",
+    "linear": {"input": "grad.matmul(cj(weight))", "weight": "linear_weight_grad(grad, cj(input))",
                "bias": "linear_bias_grad(grad)", "name": "AddmmBackward0"},
     "conv2d": {"input": "conv2d_backward_input(grad, weight, input_shape, stride, padding, dilation, groups)",
                "weight": "conv2d_backward_weight(grad, input, weight_shape, stride, padding, dilation, groups)",
@@ -242,14 +243,22 @@ NONDIFFERENTIABLE = [
 ]
 
 
-#: ops whose formulas above are right for complex values too (PyTorch's convention: the gradient is
-#: conj(d out / d in) * grad): linear maps with real coefficients, index / shape moves, the fft
-#: primitives, abs (grad * sgn). A complex result of any other op gets a node that raises when reached
-#: (``_record.complex_ok``; mul / div are checked per call) until complex autograd (issue 18) lands.
+#: ops whose formulas above are right for complex values too (PyTorch's convention, the conjugate
+#: Wirtinger derivative: the gradient is grad * conj(d out / d in), so a real loss L of z = x + iy
+#: gives dL/dx + i dL/dy): linear maps with real coefficients, index / shape moves, the fft
+#: primitives, abs (grad * sgn), and the holomorphic ops whose formulas write the conj explicitly as
+#: derivatives.yaml does (mul, div, exp, log, sqrt, pow, the trigonometric / hyperbolic functions,
+#: mm / bmm / matmul: grad @ other.mH). The views real / imag / view_as_real / view_as_complex have
+#: their own node (``_complex``). A complex result of any other op gets a node that raises when
+#: reached (``_record.complex_ok``) rather than a wrong gradient.
 COMPLEX_SAFE = frozenset({
     "fft_c2c", "fft_r2c", "fft_c2r", "abs", "add", "sub", "neg", "positive", "sum", "mean", "nansum", "cumsum",
     "cat", "flip", "roll", "repeat", "constant_pad_nd", "copy_", "index", "index_select", "gather", "take",
     "tril", "triu", "where", "masked_fill", "col2im", "im2col",
+    # complex autograd (issue 18): formulas with the conj written out
+    "mul", "true_divide", "exp", "log", "sqrt", "square", "sin", "cos", "sinh", "cosh", "tanh", "sigmoid",
+    "reciprocal", "pow", "mm", "bmm", "mv", "dot", "vdot", "matmul", "sgn", "prod", "linear", "einsum",
+    "exp2", "log2", "log10", "log1p", "expm1", "rsqrt", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh",
 })
 
 

@@ -3,7 +3,12 @@
 
 The numerical Jacobian perturbs one input element at a time by ``eps`` (central
 differences); the analytical one runs one backward per output element. Inputs should
-be float64 (a warning says so otherwise) and must not overlap in memory.
+be float64 / complex128 (a warning says so otherwise) and must not overlap in memory.
+
+Complex values as torch.autograd.gradcheck checks them: a complex output is checked as its real
+and imaginary parts (two real outputs), and a complex input element is perturbed along its real
+and its imaginary axis, the numerical entry being d/dx + i d/dy -- the conjugate Wirtinger
+derivative that ember's (and PyTorch's) backward computes for a real output.
 """
 from __future__ import annotations
 
@@ -25,7 +30,23 @@ def _as_tuple(x):
 
 
 def _host(t):
-    return np.array(t.detach().cpu().tolist(), dtype=np.float64).reshape(-1) if t.numel() else np.zeros(0)
+    dtype = np.complex128 if t._dtype.is_complex else np.float64
+    return np.array(t.detach().cpu().tolist(), dtype=dtype).reshape(-1) if t.numel() else np.zeros(0, dtype)
+
+
+def _real_outputs(func):
+    """``func`` with each complex output replaced by its real and imaginary parts (gradcheck's view of them)."""
+    def wrapped(*args):
+        out = func(*args)
+        outs = _as_tuple(out) if isinstance(out, (Tensor, tuple, list)) else (out,)
+        split = []
+        for o in outs:
+            if isinstance(o, Tensor) and o._dtype.is_complex:
+                split += [o.real, o.imag]
+            else:
+                split.append(o)
+        return tuple(split)
+    return wrapped
 
 
 def _diff_outputs(func, inputs):
@@ -41,6 +62,7 @@ def _numerical(func, inputs, i, n_outs, eps):
     x = inputs[i]
     shape = x._shape
     cols = [[] for _ in range(n_outs)]
+    steps = (eps, eps * 1j) if x._dtype.is_complex else (eps,)
 
     def evaluate():
         with enable_grad():          # func may itself differentiate (gradgradcheck)
@@ -48,18 +70,22 @@ def _numerical(func, inputs, i, n_outs, eps):
 
     for k in range(x.numel()):
         idx = tuple(int(j) for j in np.unravel_index(k, shape)) if shape else ()
-        with no_grad():
-            elem = x[idx]
-            orig = elem.item()
-            elem.fill_(orig + eps)
-        plus = evaluate()
-        with no_grad():
-            elem.fill_(orig - eps)
-        minus = evaluate()
-        with no_grad():
-            elem.fill_(orig)
+        col = [0.0] * n_outs
+        for step in steps:          # real axis, then (complex input) the imaginary axis: d/dx + i d/dy
+            with no_grad():
+                elem = x[idx]
+                orig = elem.item()
+                elem.fill_(orig + step)
+            plus = evaluate()
+            with no_grad():
+                elem.fill_(orig - step)
+            minus = evaluate()
+            with no_grad():
+                elem.fill_(orig)
+            for o in range(n_outs):
+                col[o] = col[o] + (plus[o] - minus[o]) / (2 * eps) * (step / eps)
         for o in range(n_outs):
-            cols[o].append((plus[o] - minus[o]) / (2 * eps))
+            cols[o].append(col[o])
     if not x.numel():           # nothing to perturb: empty Jacobians, one forward for the outputs' sizes
         return [np.zeros((0, o.size)) for o in evaluate()]
     return [np.array(c).reshape(x.numel(), c[0].size) for c in cols]
@@ -73,7 +99,8 @@ def _analytical(outputs, inputs, diff_idx):
     for o, out in enumerate(outputs):
         if not out._requires_grad:
             for i in diff_idx:
-                jac[(o, i)] = np.zeros((inputs[i].numel(), out.numel()))
+                jac[(o, i)] = np.zeros((inputs[i].numel(), out.numel()),
+                                       np.complex128 if inputs[i]._dtype.is_complex else np.float64)
             continue
         rows = {i: [] for i in diff_idx}
         for j in range(out.numel()):
@@ -84,7 +111,8 @@ def _analytical(outputs, inputs, diff_idx):
                 if gi is not None and gi._shape != inputs[i]._shape:
                     raise GradcheckError(f"gradient for input {i} has shape {list(gi._shape)}, expected "
                                          f"{list(inputs[i]._shape)}")
-                rows[i].append(np.zeros(inputs[i].numel()) if gi is None else _host(gi))
+                rows[i].append(np.zeros(inputs[i].numel(), np.complex128 if inputs[i]._dtype.is_complex else
+                                        np.float64) if gi is None else _host(gi))
         for i in diff_idx:
             jac[(o, i)] = np.array(rows[i]).T.reshape(inputs[i].numel(), out.numel())
     return jac
@@ -117,7 +145,8 @@ def _masked(func, inputs):
 
 def _fmt(a):
     from .._ops._creation import tensor
-    return repr(tensor(a, dtype=__import__("ember").float64))
+    ember = __import__("ember")
+    return repr(tensor(a, dtype=ember.complex128 if np.iscomplexobj(a) else ember.float64))
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
@@ -137,12 +166,13 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         raise NotImplementedError("ember.autograd.gradcheck: forward-mode and batched checks are not supported")
     inputs = _as_tuple(inputs)
     func, inputs = _masked(func, inputs)
+    func = _real_outputs(func)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._requires_grad]
     if not diff_idx:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them "
                          "have requires_grad=True.")
     for i in diff_idx:
-        if inputs[i]._dtype.name != "float64":
+        if inputs[i]._dtype.name not in ("float64", "complex128"):
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. This check "
                           f"will likely fail if all the inputs are not of double precision floating point. ",
                           UserWarning, stacklevel=2)

@@ -134,7 +134,9 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         if any(p < 0 for p in padding):
             raise RuntimeError("negative padding is not supported")
     out = _conv2d(x, weight, bias, stride, padding, dilation, groups)
-    return out if input.dim() == 4 else out.squeeze(0)
+    if input.dim() == 4:     # a channels_last input or weight gives a channels_last output, as PyTorch
+        return ember._memory_format.follow_channels_last(out, input, weight)
+    return out.squeeze(0)
 
 
 @autocast_function

@@ -75,7 +75,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if weight is not None:
         scale = scale * weight.reshape(shape)
     out = (input - mean) * scale
-    return out + bias.reshape(shape) if bias is not None else out
+    out = out + bias.reshape(shape) if bias is not None else out
+    return ember._memory_format.follow_channels_last(out, input)     # channels_last stays so, as PyTorch
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,

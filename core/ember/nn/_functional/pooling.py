@@ -46,6 +46,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """
     vals, idx = ember.max_pool2d_with_indices(input, kernel_size, _stride(stride, kernel_size), padding, dilation,
                                               ceil_mode)
+    if ember._memory_format.suggests_channels_last(input):       # keeps a channels_last layout, as PyTorch
+        vals, idx = (ember._memory_format.follow_channels_last(t, input) for t in (vals, idx))
     return (vals, idx) if return_indices else vals
 
 

@@ -670,12 +670,12 @@ class Module:
 
     def to(self, *args, **kwargs):
         """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``,
-        ``to(device, dtype)``, ``to(tensor)``, keywords ``device``, ``dtype``, ``non_blocking``.
-        Only floating point (and complex) tensors change dtype. In place; returns self.
+        ``to(device, dtype)``, ``to(tensor)``, keywords ``device``, ``dtype``, ``non_blocking``,
+        ``memory_format`` (applied to 4-D / 5-D parameters and buffers). Only floating point (and complex) tensors change dtype. In place; returns self.
         TypeError for a non-floating ``dtype`` (matches torch.nn.Module.to)."""
         from ..._ops._copy import _parse_to
         kwargs = dict(kwargs)
-        kwargs.pop("memory_format", None)
+        fmt = kwargs.pop("memory_format", None)
         dev, dtype, _, non_blocking = _parse_to(args, kwargs)
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -683,6 +683,10 @@ class Module:
 
         def convert(t):
             t_dtype = dtype if (dtype is not None and (t._dtype.is_floating_point or t._dtype.is_complex)) else None
+            if fmt is not None and t.dim() in (4, 5):      # memory_format applies to 4-D / 5-D tensors, as PyTorch
+                t = t.to(dev if dev is not None else t._device, t_dtype if t_dtype is not None else t._dtype,
+                         non_blocking=non_blocking, memory_format=fmt)
+                return t
             if dev is None and t_dtype is None:
                 return t
             if (dev is None or t._device == dev) and (t_dtype is None or t._dtype is t_dtype):

@@ -9,7 +9,7 @@ Samples: 1-D / 2-D / 3-D, non-contiguous and transposed inputs, each ``norm``, e
 (negative too), ``n`` / ``s`` that pad and that trim, and -1 in ``s``. Gradients are checked
 (gradcheck) where the result is real: irfft* / hfft* from a real input, and "abs" variants of the
 complex-result transforms (|fft(x)|), which exercise the primitives' adjoints through a real output
-(ember's gradcheck takes real outputs; complex leaves cannot require grad yet).
+(tests/complex and tests/fft check complex leaves against torch).
 """
 from __future__ import annotations
 
