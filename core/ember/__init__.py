@@ -110,6 +110,7 @@ from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode, is
 from .autograd.anomaly_mode import is_anomaly_enabled, is_anomaly_check_nan_enabled  # noqa: E402
 # The PyTorch-shaped library above the core (DESIGN section 8), imported like torch's.
 from . import nn, optim, utils, multiprocessing, distributed  # noqa: E402,F401
+from ._nn_toplevel import *  # noqa: E402,F401,F403  (torch.conv3d, torch.layer_norm, torch.dropout, ...)
 from .serialization import save, load  # noqa: E402,F401
 from . import sparse  # noqa: E402,F401  (ember.sparse: mm, addmm, sum, softmax; kernels from ember-sparse)
 from . import profiler  # noqa: E402,F401  (ember.profiler.record_fallbacks() without an import, as torch.profiler)

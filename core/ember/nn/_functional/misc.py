@@ -329,15 +329,16 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims of ``input`` (N, C, d1, ...): to ``size`` or by ``scale_factor`` (output
     size floor(d * scale)); modes 'nearest', 'nearest-exact', 'linear' (3-dim input), 'bilinear' (4-dim),
-    'trilinear' (5-dim), with ``align_corners`` for the linear modes (matches
-    torch.nn.functional.interpolate).
+    'bicubic' (4-dim; PyTorch's cubic kernel A = -0.75, borders clamped), 'trilinear' (5-dim), with
+    ``align_corners`` for the interpolating modes, and 'area' (adaptive average pooling to the output
+    size) (matches torch.nn.functional.interpolate). ``antialias=True`` raises NotImplementedError.
 
     With ``scale_factor`` and no ``recompute_scale_factor`` the source coordinates use 1 / scale_factor,
     as PyTorch's; with recompute_scale_factor=True they use input / output size.
     Errors as PyTorch's (ValueError for size/scale_factor misuse, NotImplementedError for a mode that
     does not fit the input's dims).
     """
-    if mode not in _MODES or mode in ("bicubic", "area") or antialias:
+    if mode not in _MODES or antialias:
         if mode in _MODES:
             raise NotImplementedError(f"interpolate: mode '{mode}'{' with antialias' if antialias else ''} "
                                       "is not supported by ember")
@@ -376,6 +377,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode in _LINEAR and nsp != _LINEAR[mode]:
         want = _LINEAR[mode] + 2
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {want}D input")
+    if mode == "bicubic" and nsp != 2:
+        raise NotImplementedError(f"Got {input.dim()}D input, but bicubic mode needs 4D input")
+    if mode == "area" and 1 <= nsp <= 3:
+        from . import pooling, pooling3d
+        pool = (pooling.adaptive_avg_pool1d, pooling.adaptive_avg_pool2d, pooling3d.adaptive_avg_pool3d)[nsp - 1]
+        return pool(input, out_sizes if nsp > 1 else out_sizes[0])
     if nsp < 1 or nsp > 3:
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) "
                                   "for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | "
@@ -387,6 +394,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             continue
         if mode in ("nearest", "nearest-exact"):
             out = out.index_select(d, _nearest_index(n_in, n_out, s, mode == "nearest-exact", out.device))
+        elif mode == "bicubic":
+            from .sampling import cubic_along
+            out = cubic_along(out, d, n_in, n_out, _source_scale(n_in, n_out, s, align_corners), align_corners)
         else:
             out = _linear_along(out, d, n_in, n_out, s, align_corners)
     return out

@@ -1,4 +1,4 @@
-"""Convolution layers: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d (matches torch.nn).
+"""Convolution layers: Conv1d/2d/3d, ConvTranspose1d/2d/3d and their lazy forms (matches torch.nn).
 
 Weights: (out_channels, in_channels // groups, *kernel_size) for convolutions and
 (in_channels, out_channels // groups, *kernel_size) for transposed ones, initialised with
@@ -18,8 +18,8 @@ from ..parameter import Parameter, UninitializedParameter
 from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "LazyConv1d", "LazyConv2d", "LazyConvTranspose1d",
-           "LazyConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 
 def _ntuple(n):
@@ -178,6 +178,32 @@ class Conv2d(_ConvNd):
         return self._conv_forward(input, self.weight, self.bias)
 
 
+class Conv3d(_ConvNd):
+    """3-D convolution: input (N, C_in, D, H, W) or (C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out).
+
+    ``padding`` an int, a triple, 'valid' or 'same' (stride 1 only); ``padding_mode`` 'zeros',
+    'reflect', 'replicate' or 'circular'. Errors as F.conv3d. Matches torch.nn.Conv3d.
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride),
+                         padding if isinstance(padding, str) else _triple(padding), _triple(dilation), False,
+                         _triple(0), groups, bias, padding_mode, device, dtype)
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
+                            weight, bias, self.stride, _triple(0), self.dilation, self.groups)
+        return F.conv3d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input):
+        """F.conv3d (after F.pad for a non-'zeros' padding_mode): (N, C_in, D, H, W) or (C_in, D, H, W) ->
+        (N, C_out, D_out, H_out, W_out) or unbatched, same floating dtype (matches torch.nn.Conv3d.forward).
+        """
+        return self._conv_forward(input, self.weight, self.bias)
+
+
 class _ConvTransposeNd(_ConvNd):
     _valid_padding_modes = {"zeros"}
 
@@ -255,6 +281,28 @@ class ConvTranspose2d(_ConvTransposeNd):
         output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 2,
                                               self.dilation)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                  self.groups, self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution: input (N, C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out) with
+    D_out = (D - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1;
+    ``forward(input, output_size=None)`` picks output_padding from a requested size
+    (ValueError if unreachable). Matches torch.nn.ConvTranspose3d.
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride), _triple(padding),
+                         _triple(dilation), True, _triple(output_padding), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):
+        """F.conv_transpose3d: (N, C_in, D, H, W) or (C_in, D, H, W) -> (N, C_out, D_out, H_out, W_out);
+        ``output_size`` chooses output_padding as ConvTranspose2d's (matches torch.nn.ConvTranspose3d.forward).
+        """
+        output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 3,
+                                              self.dilation)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
                                   self.groups, self.dilation)
 
 
@@ -340,6 +388,30 @@ class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
     torch.nn.LazyConvTranspose2d). Arguments as ConvTranspose2d without ``in_channels``."""
 
     cls_to_become = ConvTranspose2d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode)
+        self._lazy_setup(out_channels, bias, device, dtype)
+
+
+class LazyConv3d(_LazyConvXdMixin, Conv3d):
+    """A Conv3d whose ``in_channels`` is inferred from the first input; becomes a Conv3d then (matches
+    torch.nn.LazyConv3d). Arguments as Conv3d without ``in_channels``."""
+
+    cls_to_become = Conv3d
+
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None):
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+        self._lazy_setup(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
+    """A ConvTranspose3d whose ``in_channels`` is inferred from the first input (matches
+    torch.nn.LazyConvTranspose3d). Arguments as ConvTranspose3d without ``in_channels``."""
+
+    cls_to_become = ConvTranspose3d
 
     def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
                  dilation=1, padding_mode="zeros", device=None, dtype=None):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -69,3 +69,12 @@ class AlphaDropout(_DropoutNd):
         torch.nn.AlphaDropout.forward).
         """
         return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels of (N, C, *) inputs, keeping SELU's mean and variance (matches
+    torch.nn.FeatureAlphaDropout)."""
+
+    def forward(self, input):
+        """F.feature_alpha_dropout in training mode, identity in eval: (N, C, *) -> same shape and dtype."""
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -9,7 +9,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]
 
 
 def _affine(module, affine, bias, shape, device, dtype):
@@ -148,4 +148,49 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         """Settings shown inside the repr: ``size, alpha=..., beta=..., k=...``."""
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """Legacy cross-channel local response normalisation of (N, C, H, W): x * (k + alpha / size * s) ** -beta,
+    where s sums x ** 2 over the channels of PyTorch's running window (matches torch.nn.CrossMapLRN2d,
+    including its window bookkeeping: the window of channel c starts as channels [0, (size - 1) // 2 + 1) and
+    slides by adding channel c + pre_pad - 1 and dropping c - pre_pad only once c > pre_pad). Its gradient is
+    autograd's exact derivative of that forward; PyTorch's hand-written backward assumes a symmetric window and
+    differs (and fails for size 1). ValueError for an input that is not 4-D."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    @staticmethod
+    def _window_matrix(channels, size):
+        """(C, C) multiplicities: row c counts how often channel j is in channel c's window."""
+        pre = int((size - 1) / 2 + 1)
+        row = [1 if j < min(pre, channels) else 0 for j in range(channels)]
+        rows = [list(row)]
+        for c in range(1, channels):
+            if c < channels - pre + 1:
+                row[c + pre - 1] += 1
+            if c > pre:
+                row[c - pre] -= 1
+            rows.append(list(row))
+        return rows
+
+    def forward(self, input):
+        """(N, C, H, W) -> same shape and dtype."""
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        from ... import tensor
+        C = input.shape[1]
+        m = tensor(self._window_matrix(C, self.size), dtype=input.dtype, device=input.device)
+        sq = (input * input).permute(0, 2, 3, 1)                                  # (N, H, W, C)
+        scale = sq.matmul(m.t()).permute(0, 3, 1, 2) * (self.alpha / self.size) + self.k
+        return input * scale ** (-self.beta)
+
+    def extra_repr(self):
+        """``size, alpha=..., beta=..., k=...`` as PyTorch's."""
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
