@@ -126,3 +126,4 @@ from . import fft  # noqa: E402,F401  (ember.fft: torch.fft's transforms over em
 from . import signal  # noqa: E402,F401  (ember.signal.windows)
 from ._spectral import stft, istft, hann_window, hamming_window, blackman_window, bartlett_window, \
     kaiser_window  # noqa: E402,F401
+from ._more_ops import *  # noqa: F401,F403,E402 - bincount, quantile, isin, gcd, *_copy, aliases, ... (composites)

@@ -18,7 +18,7 @@ import collections
 __all__ = ["max", "min", "aminmax", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax",
            "cummin", "slogdet", "qr", "svd", "geqrf", "lu_unpack", "triangular_solve", "linalg_slogdet",
            "linalg_inv_ex", "linalg_solve_ex", "linalg_cholesky_ex", "linalg_qr", "linalg_eigh", "linalg_eig",
-           "linalg_svd", "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu", "linalg_lstsq", "linalg_ldl_factor", "linalg_ldl_factor_ex"]
+           "linalg_svd", "linalg_lu_factor", "linalg_lu_factor_ex", "linalg_lu", "linalg_lstsq", "linalg_ldl_factor", "linalg_ldl_factor_ex", "frexp", "histogram", "histogramdd"]
 
 
 def _make(name, fields):
@@ -67,3 +67,6 @@ linalg_lu = _make("linalg_lu", ["P", "L", "U"])
 linalg_lstsq = _make("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 linalg_ldl_factor = _make("linalg_ldl_factor", ["LD", "pivots"])
 linalg_ldl_factor_ex = _make("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+frexp = _make("frexp", ["mantissa", "exponent"])
+histogram = _make("histogram", ["hist", "bin_edges"])
+histogramdd = _make("histogramdd", ["hist", "bin_edges"])

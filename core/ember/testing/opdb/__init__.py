@@ -16,7 +16,7 @@ __all__ = ["CATEGORIES", "op_db", "core_op_db", "plugin_op_db", "opinfo", "opinf
 #: the category modules, in the order their entries are listed
 CATEGORIES = ("elementwise", "compare", "copy", "creation", "random",
               "reduction", "linalg", "linalg_decomp", "shape", "indexing", "nn", "special", "quantized", "fft",
-              "complex")
+              "complex", "more")
 
 #: ops declared for the dispatcher's own use that a user never calls directly and that are
 #: covered by another op's entries (name -> the entry that covers it)
