@@ -69,7 +69,7 @@ def numel(input) -> int:
 # submodules that are not device modules (``from . import nn`` asks __getattr__ before importing)
 _SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing",
                           "sparse", "distributed", "profiler", "amp", "accelerator", "backends", "random", "hub",
-                          "onnx", "fft", "signal"})
+                          "onnx", "fft", "signal", "distributions"})
 
 
 def _lookup_device_module(name):
@@ -124,6 +124,7 @@ from .amp.autocast_mode import (autocast, is_autocast_enabled, set_autocast_enab
 from . import accelerator, backends, random, hub, onnx  # noqa: E402,F401
 from . import fft  # noqa: E402,F401  (ember.fft: torch.fft's transforms over ember._ops._fft's primitives)
 from . import signal  # noqa: E402,F401  (ember.signal.windows)
+from . import distributions  # noqa: E402,F401  (ember.distributions: torch.distributions over ember's ops)
 from ._spectral import stft, istft, hann_window, hamming_window, blackman_window, bartlett_window, \
     kaiser_window  # noqa: E402,F401
 from ._more_ops import *  # noqa: F401,F403,E402 - bincount, quantile, isin, gcd, *_copy, aliases, ... (composites)

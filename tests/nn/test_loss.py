@@ -104,3 +104,15 @@ def test_against_torch_modules():
             warnings.simplefilter("ignore")
             np.testing.assert_allclose(module(*args).numpy(), tm(**kwargs)(*targs).numpy(), rtol=1e-10,
                                        err_msg=type(module).__name__)
+
+
+def test_bce_with_logits_gradient_at_zero_matches_torch():
+    # max(-x, 0) as a clamp passed a gradient of 1 at x = 0: d/dx was -1 + (1 - t) instead of sigmoid(0) - t
+    torch = pytest.importorskip("torch")
+    x = [-2.0, 0.0, 0.0, 3.0]
+    t = [0.5, 0.5, 1.0, 0.0]
+    e = ember.tensor(x, dtype=ember.float64, requires_grad=True)
+    q = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    ember.nn.functional.binary_cross_entropy_with_logits(e, ember.tensor(t, dtype=ember.float64)).backward()
+    torch.nn.functional.binary_cross_entropy_with_logits(q, torch.tensor(t, dtype=torch.float64)).backward()
+    np.testing.assert_allclose(e.grad.numpy(), q.grad.numpy(), rtol=1e-12, atol=1e-15)

@@ -318,8 +318,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if target._shape != input._shape:
         raise ValueError(f"Target size ({_size(target)}) must be the same as input size ({_size(input)})")
     _enum(reduction)
-    # log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|)): no overflow for any x
-    log_sig_neg = (-input).clamp(min=0) + ember.log1p(ember.exp(-input.abs()))
+    # log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|)): no overflow for any x; max(-x, 0) written
+    # (|x| - x) / 2 so that the gradient at x = 0 is -sigmoid(0) = -1/2 (a clamp would give -1)
+    a = input.abs()
+    log_sig_neg = (a - input) * 0.5 + ember.log1p(ember.exp(-a))
     if pos_weight is None:
         loss = (1 - target) * input + log_sig_neg
     else:
