@@ -171,6 +171,28 @@ def _grads(outputs, inputs, cotangents, create_graph):
 
 # ----------------------------------------------------------------------------- reverse mode
 
+def _run_tracked(func, args, kwargs, argnums, has_aux, who):
+    """Call ``func`` with the arguments ``argnums`` replaced by tracked copies (call it with grad on):
+    ``(output, aux, {argnum: (tracked leaves, spec)}, tracker)``; ``who`` names the transform in the
+    has_aux error (PyTorch's message)."""
+    nums = _argnums(argnums, len(args))
+    tr = _Tracker()
+    args = list(args)
+    specs = {}
+    for a in nums:
+        leaves, spec = _flatten(args[a])
+        tracked = [tr.track(x) for x in leaves]
+        specs[a] = (tracked, spec)
+        args[a] = _unflatten(tracked, spec)
+    out = func(*args, **kwargs)
+    aux = None
+    if has_aux:
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise RuntimeError(f"{who}: output of function f should be a tuple: (output, aux) if has_aux is True")
+        out, aux = out
+    return out, aux, specs, tr
+
+
 def grad_and_value(func, argnums=0, has_aux=False):
     """``func`` -> a function returning ``(gradient, value)`` (or ``((gradient, (value, aux))``): the gradient
     of scalar ``func`` with respect to the arguments at ``argnums`` (matches torch.func.grad_and_value).
@@ -183,23 +205,9 @@ def grad_and_value(func, argnums=0, has_aux=False):
     """
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        nums = _argnums(argnums, len(args))
-        tr = _Tracker()
         with enable_grad():
-            args = list(args)
-            specs = {}
-            for a in nums:
-                leaves, spec = _flatten(args[a])
-                tracked = [tr.track(x) for x in leaves]
-                specs[a] = (tracked, spec)
-                args[a] = _unflatten(tracked, spec)
-            out = func(*args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("grad_and_value(f)(*args): output of function f should be a tuple: "
-                                       "(output, aux) if has_aux is True")
-                out, aux = out
+            out, aux, specs, tr = _run_tracked(func, args, kwargs, argnums, has_aux, "grad_and_value(f)(*args)")
+            nums = tuple(specs)                # the argnums, in order
             if not isinstance(out, Tensor):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
             if out.dim() != 0:
@@ -296,23 +304,9 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     """
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        nums = _argnums(argnums, len(args))
-        tr = _Tracker()
         with enable_grad():
-            args = list(args)
-            specs = {}
-            for a in nums:
-                leaves, spec = _flatten(args[a])
-                tracked = [tr.track(x) for x in leaves]
-                specs[a] = (tracked, spec)
-                args[a] = _unflatten(tracked, spec)
-            out = func(*args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("jacrev(f, ...)(*args): output of function f should be a tuple: (output, aux) "
-                                       "if has_aux is True")
-                out, aux = out
+            out, aux, specs, tr = _run_tracked(func, args, kwargs, argnums, has_aux, "jacrev(f, ...)(*args)")
+            nums = tuple(specs)                # the argnums, in order
             out_leaves, out_spec = _flatten(out)
             for o in out_leaves:
                 if not isinstance(o, Tensor):
