@@ -36,7 +36,7 @@ def test_result_never_requires_grad():
 @pytest.mark.parametrize("make, cls, msg", [
     (lambda: ember.bincount(ember.tensor([-1, 2])), RuntimeError, "bincount only supports 1-d non-negative integral"),
     (lambda: ember.bincount(ember.tensor([[1]])), RuntimeError, "bincount only supports 1-d non-negative integral"),
-    (lambda: ember.bincount(ember.tensor([1.0])), NotImplementedError, "not implemented for 'Float'"),
+    (lambda: ember.bincount(ember.tensor([1.0])), NotImplementedError, "\"bincount_cpu\" not implemented for 'Float'"),
     (lambda: ember.bincount(ember.tensor([True])), NotImplementedError, "not implemented for 'Bool'"),
     (lambda: ember.bincount(ember.tensor([1]), minlength=-1), RuntimeError, "minlength should be >= 0"),
     (lambda: ember.bincount(ember.tensor([1, 2]), weights=ember.ones(3)), RuntimeError,

@@ -825,7 +825,7 @@ def bincount(input, weights=None, minlength=0):
     check_tensor(input, "bincount", "input")
     dt = input._dtype
     if dt is D.bool or dt.is_floating_point or dt.is_complex:
-        raise _not_impl("bincount", dt)
+        raise _not_impl("bincount_cpu", dt)          # PyTorch names its cpu kernel
     if input.dim() != 1 or (input.numel() and int(input.min().item()) < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
