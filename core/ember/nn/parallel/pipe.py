@@ -4,11 +4,14 @@
 
 An ``nn.Sequential`` is cut into *partitions* (stages), one per device, and each mini-batch into
 ``chunks`` *micro-batches* along dim 0. Micro-batch i runs on partition j at clock cycle i + j, so
-while partition j works on micro-batch i, partition j + 1 works on micro-batch i - 1. ember issues
-the tasks of each clock cycle in that order from one thread: on devices whose kernels run
-asynchronously (ember-opencl's queues, ember-cuda's streams) partition j's kernels are still running
-when partition j + 1's are queued, so the stages overlap; on synchronous devices (ember-cpu, the
-reference plugin vdev) the schedule is correct but runs one task at a time. Between partitions a
+that partition j can work on micro-batch i while partition j + 1 works on micro-batch i - 1. ember
+issues the tasks of each clock cycle from one thread, lower partitions first. Stages overlap only
+where a device computes asynchronously *and* the copy of one micro-batch to the next device does not
+wait for work queued after it: ember-cpu and the reference plugin vdev are synchronous, and
+ember-opencl's copies to another device wait for its whole in-order queue (ember-cuda's streams are
+not verified on a GPU), so today the schedule is correct but its tasks run one after another; what
+Pipe gives now is memory (each device holds its partition and, with checkpointing, little else),
+not speed. Between partitions a
 micro-batch is copied with ``.to(device)`` (through the runtime's ``copy_across`` where it has one),
 which is differentiable, so the backward graph crosses devices on its own; backward runs in the
 autograd engine's order (not pipelined).
