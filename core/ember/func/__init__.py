@@ -171,6 +171,25 @@ def _grads(outputs, inputs, cotangents, create_graph):
 
 # ----------------------------------------------------------------------------- reverse mode
 
+def _split_aux(out, has_aux, who):
+    """``(output, aux)`` of ``func``'s result: with ``has_aux`` it must be a pair (RuntimeError otherwise, PyTorch's
+    message naming the transform ``who``), else ``(out, None)``."""
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise RuntimeError(f"{who}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    return out
+
+
+def _tensor_leaves(out, who, call):
+    """``(leaves, spec)`` of ``out``; RuntimeError (PyTorch's message) when a leaf is not a Tensor."""
+    leaves, spec = _flatten(out)
+    for o in leaves:
+        if not isinstance(o, Tensor):
+            raise RuntimeError(f"{who}: expected {call} to return only tensors, got unsupported type {type(o)}")
+    return leaves, spec
+
+
 def _run_tracked(func, args, kwargs, argnums, has_aux, who):
     """Call ``func`` with the arguments ``argnums`` replaced by tracked copies (call it with grad on):
     ``(output, aux, {argnum: (tracked leaves, spec)}, tracker)``; ``who`` names the transform in the
@@ -184,12 +203,7 @@ def _run_tracked(func, args, kwargs, argnums, has_aux, who):
         tracked = [tr.track(x) for x in leaves]
         specs[a] = (tracked, spec)
         args[a] = _unflatten(tracked, spec)
-    out = func(*args, **kwargs)
-    aux = None
-    if has_aux:
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise RuntimeError(f"{who}: output of function f should be a tuple: (output, aux) if has_aux is True")
-        out, aux = out
+    out, aux = _split_aux(func(*args, **kwargs), has_aux, who)
     return out, aux, specs, tr
 
 
@@ -255,18 +269,8 @@ def vjp(func, *primals, has_aux=False):
         leaves_specs = [_flatten(p) for p in primals]
         tracked = [[tr.track(x) for x in leaves] for leaves, _ in leaves_specs]
         args = [_unflatten(t, spec) for t, (_, spec) in zip(tracked, leaves_specs)]
-        out = func(*args)
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) if "
-                                   "has_aux is True")
-            out, aux = out
-        out_leaves, out_spec = _flatten(out)
-        for o in out_leaves:
-            if not isinstance(o, Tensor):
-                raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported "
-                                   f"type {type(o)}")
+        out, aux = _split_aux(func(*args), has_aux, "vjp(f, *primals)")
+        out_leaves, out_spec = _tensor_leaves(out, "vjp(f, *primals)", "f(*primals)")
     flat_in = [x for t in tracked for x in t if isinstance(x, Tensor)]
 
     def vjp_fn(cotangents, retain_graph=True, create_graph=None):
@@ -307,11 +311,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
         with enable_grad():
             out, aux, specs, tr = _run_tracked(func, args, kwargs, argnums, has_aux, "jacrev(f, ...)(*args)")
             nums = tuple(specs)                # the argnums, in order
-            out_leaves, out_spec = _flatten(out)
-            for o in out_leaves:
-                if not isinstance(o, Tensor):
-                    raise RuntimeError(f"vjp(f, *primals): expected f(*primals) to return only tensors, got "
-                                       f"unsupported type {type(o)}")
+            out_leaves, out_spec = _tensor_leaves(out, "vjp(f, *primals)", "f(*primals)")
             flat_in = [x for a in nums for x in specs[a][0]]
             from .._ops._shape import stack
             jac_leaves = []
@@ -389,18 +389,8 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     tr = _Tracker()
     with enable_grad():
         tracked = [tr.track(p) for p in p_leaves]
-        out = func(*_unflatten(tracked, p_spec))
-        aux = None
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, aux) "
-                                   "if has_aux is True")
-            out, aux = out
-        out_leaves, out_spec = _flatten(out)
-        for o in out_leaves:
-            if not isinstance(o, Tensor):
-                raise RuntimeError(f"jvp(f, primals, tangents): expected f(*primals) to return only tensors, got "
-                                   f"unsupported type {type(o)}")
+        out, aux = _split_aux(func(*_unflatten(tracked, p_spec)), has_aux, "jvp(f, primals, tangents)")
+        out_leaves, out_spec = _tensor_leaves(out, "jvp(f, primals, tangents)", "f(*primals)")
         tang = _jvp_flat(out_leaves, tracked, t_leaves, tr.create_graph)
     res = (_unflatten([tr.result(o) for o in out_leaves], out_spec),
            _unflatten([tr.result(t) for t in tang], out_spec))
@@ -431,18 +421,8 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                 specs[a] = (tracked, spec)
                 args[a] = _unflatten(tracked, spec)
             with _randomness(randomness):
-                out = func(*args, **kwargs)
-            aux = None
-            if has_aux:
-                if not (isinstance(out, tuple) and len(out) == 2):
-                    raise RuntimeError("jacfwd(f, ...)(*args): output of function f should be a tuple: (output, aux) "
-                                       "if has_aux is True")
-                out, aux = out
-            out_leaves, out_spec = _flatten(out)
-            for o in out_leaves:
-                if not isinstance(o, Tensor):
-                    raise RuntimeError(f"jvp(f, primals, tangents): expected f(*primals) to return only tensors, got "
-                                       f"unsupported type {type(o)}")
+                out, aux = _split_aux(func(*args, **kwargs), has_aux, "jacfwd(f, ...)(*args)")
+            out_leaves, out_spec = _tensor_leaves(out, "jvp(f, primals, tangents)", "f(*primals)")
             flat_in = [x for a in nums for x in specs[a][0]]
             from .._ops._shape import stack
             # columns[k][i]: d out_i / d (input k, flattened) as a list of per-element jvps
