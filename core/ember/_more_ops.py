@@ -482,8 +482,10 @@ def nextafter(input, other, *, out=None):
     up = (y > x) == (x > 0)
     step = ember.where(up, ember.ones((), dtype=it, device=x.device), -ember.ones((), dtype=it, device=x.device))
     moved = (bits + step).view(ct)
-    tiny = ember.tensor(2.0 ** (-149 if ct is D.float32 else -1074), dtype=ct, device=x.device)
-    at_zero = ember.where(y > 0, tiny, -tiny)
+    tiny = 2.0 ** (-149 if ct is D.float32 else -1074)
+    # both signs made on the host: negating a subnormal on a device that flushes them (CUDA) gives -0.0
+    at_zero = ember.where(y > 0, ember.tensor(tiny, dtype=ct, device=x.device),
+                          ember.tensor(-tiny, dtype=ct, device=x.device))
     res = ember.where(x == 0, at_zero, moved)
     res = ember.where(x == y, y, res)
     res = ember.where(x.isnan() | y.isnan(), math.nan, res)
@@ -515,20 +517,16 @@ def frexp(input, *, out=None):
     if not input._dtype.is_floating_point:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     with ember.no_grad():
-        x = input.to(D.float64)
+        # exact on every device: the exponent and the mantissa are read off the float64 bits (a log2 / pow
+        # formula is off by an ulp where the device's pow is not exact, as on CUDA)
+        x = input.to(D.float64).contiguous()
         finite_nz = x.isfinite() & (x != 0)
-        ax = ember.where(finite_nz, x.abs(), 1.0)
-        e = ax.log2().floor() + 1
-        m = ax * ember.pow(2.0, -e)
-        # correct log2 rounding at powers of two
-        big = m >= 1
-        e = ember.where(big, e + 1, e)
-        m = ember.where(big, m * 0.5, m)
-        small = m < 0.5
-        e = ember.where(small, e - 1, e)
-        m = ember.where(small, m * 2, m)
-        mant = ember.where(finite_nz, m * x.sign(), x).to(input._dtype)
-        expo = ember.where(finite_nz, e, 0.0).to(D.int32)
+        subnormal = finite_nz & (x.abs() < 2.0 ** -1022)
+        bits = ember.where(subnormal, x * 2.0 ** 54, x).contiguous().view(D.int64)   # (scaling by 2**54 is exact)
+        e = ((bits >> 52) & 0x7FF) - 1022 - ember.where(subnormal, 54, 0)
+        m = ((bits & ~(0x7FF << 52)) | (1022 << 52)).view(D.float64)               # the exponent field set to -1
+        mant = ember.where(finite_nz, m, x).to(input._dtype)
+        expo = ember.where(finite_nz, e, 0).to(D.int32)
     if out is not None:
         _out(mant, out[0], "frexp")
         _out(expo, out[1], "frexp")

@@ -235,3 +235,48 @@ def test_low_precision_results_bit_identical_to_cpu(dtype):
         want = f(a, b).numpy().view(np.uint16)
         got = f(da, db).cpu().numpy().view(np.uint16)
         np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+# ---------------------------------------------------------------- bugs the first GPU run found (H100, cupy 14.2)
+def _devices():
+    from ember_cuda._runtime import RUNTIME
+    return [DEV] + (["cuda"] if RUNTIME.is_available() else [])
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_frexp_is_exact_on_the_device(device):
+    """frexp read its exponent from log2 and its mantissa from pow(2, -e): on CUDA pow is not exact and the
+    mantissa was one ulp off. It now reads both off the bits; checked bit for bit against numpy.frexp."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(4000) * np.exp2(rng.integers(-1070, 1020, 4000).astype(np.float64))
+    x = np.concatenate([x, [0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -2.5e-310, 1.0, 0.5, 2.0 ** 1023]])
+    m, e = ember.frexp(ember.tensor(x, device=device))
+    nm, ne = np.frexp(x)
+    nm = np.where(np.isfinite(x), nm, x)          # PyTorch (and ember) keep inf / NaN as the mantissa
+    ne = np.where(np.isfinite(x), ne, 0)
+    assert np.array_equal(m.cpu().numpy(), nm, equal_nan=True)
+    assert np.array_equal(e.cpu().numpy(), ne) and e.dtype == ember.int32
+
+
+@pytest.mark.parametrize("device", _devices())
+def test_nextafter_from_zero_gives_the_signed_smallest_subnormal(device):
+    """nextafter(0, -1) negated the smallest subnormal on the device: CUDA flushes it, giving -0.0."""
+    for dt, tiny in ((ember.float32, 2.0 ** -149), (ember.float64, 2.0 ** -1074)):
+        x = ember.tensor([0.0, 0.0, -0.0, 1.0], dtype=dt, device=device)
+        y = ember.tensor([1.0, -1.0, -1.0, 1.0], dtype=dt, device=device)
+        assert ember.nextafter(x, y).cpu().tolist() == [tiny, -tiny, -tiny, 1.0]
+
+
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("shapes", [((64, 32), (32, 16)), ((1, 64, 32), (1, 32, 16)), ((3, 8, 4), (3, 4, 5)),
+                                    ((2, 3, 8, 4), (4, 5)), ((1, 1), (1, 1))])
+def test_low_precision_products_match_cpu(device, shapes):
+    """float16 / bfloat16 products go to cuBLAS in their own dtype (2-D and single-batch) or widened (batched);
+    the first GPU run found bfloat16 batched products raising in cupy ('data type E not understood')."""
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(s).astype(np.float32) for s in shapes)
+    for dt in (ember.float16, ember.bfloat16):
+        want = ember.matmul(ember.tensor(a).to(dt), ember.tensor(b).to(dt)).float().numpy()
+        got = ember.matmul(ember.tensor(a, device=device).to(dt), ember.tensor(b, device=device).to(dt))
+        assert got.dtype == dt and got.shape == want.shape
+        np.testing.assert_allclose(got.float().cpu().numpy(), want, rtol=2e-2, atol=5e-2)

@@ -153,6 +153,11 @@ def _matmul_meta(self, other):
     return r
 
 
+def _shares_storage(out, *operands):
+    st = out.untyped_storage()
+    return any(t.untyped_storage() is st for t in operands)
+
+
 def _matmul_composite(self, other, *, out):
     """matmul with views and one bmm (any device with a bmm kernel)."""
     a, b = self, other
@@ -168,6 +173,9 @@ def _matmul_composite(self, other, *, out):
     B = math.prod(batch)
     a3 = a.expand(batch + (n, k)).reshape(B, n, k)
     b3 = b.expand(batch + (k, m)).reshape(B, k, m)
+    if out.is_contiguous() and out._dtype is a3._dtype and not _shares_storage(out, a3, b3):
+        bmm(a3, b3, out=out.view(B, n, m))        # straight into out: no temporary and no copy
+        return
     r = bmm(a3, b3)
     out.copy_(r.view(out._shape))
 

@@ -45,6 +45,10 @@ class ArrayBackend:
         """The array over tensor ``t``'s memory (shape, strides, offset; bfloat16 as uint16)."""
         raise NotImplementedError(f"{self.name}: need view")
 
+    #: the array library's own bfloat16 dtype where it has one that cuBLAS runs (cupy >= 14 through
+    #: ml_dtypes), else None; matmuls then run in bfloat16 on the tensor cores instead of float32
+    matmul_bf16 = None
+
     def storage_dtype(self, d) -> np.dtype:
         """The array dtype a tensor of ember dtype ``d`` is viewed with."""
         return np.dtype(np.uint16) if d is BF16 else d.numpy_dtype
@@ -113,6 +117,20 @@ class HostBackend(ArrayBackend):
         return a
 
 
+def _cupy_bf16(cupy):
+    """cupy's bfloat16 dtype when cupy supports it (cupy >= 14 with ml_dtypes; a tiny product is run to check
+    that cuBLAS takes it), else None."""
+    try:
+        import ml_dtypes
+        dt = cupy.dtype(ml_dtypes.bfloat16)
+        one = cupy.ones((2, 2), dtype=dt)
+        if float((one @ one)[0, 0]) != 2.0:
+            return None
+        return dt
+    except Exception:  # noqa: BLE001 - any failure means "no native bfloat16": matmuls run in float32
+        return None
+
+
 class CupyBackend(ArrayBackend):
     """cupy over ember's raw device memory (the handle is a ``_runtime.DeviceBlock``)."""
 
@@ -127,6 +145,7 @@ class CupyBackend(ArrayBackend):
         self.current_device = cupy.cuda.runtime.getDevice     # the kernels' device guard
         self.device = cupy.cuda.Device
         self._devices = {}
+        self.matmul_bf16 = _cupy_bf16(cupy)
         if os.environ.get("EMBER_CUDA_CUPY_ALLOCATOR", "ember").strip().lower() != "cupy":
             cupy.cuda.set_allocator(self.cupy_malloc)
 
@@ -136,13 +155,13 @@ class CupyBackend(ArrayBackend):
         allocator, so one cache serves everything, ``ember.cuda.memory_stats`` counts it all, and an
         out-of-memory retry frees it all. ``EMBER_CUDA_CUPY_ALLOCATOR=cupy`` keeps cupy's own pool."""
         i = self.current_device()
-        dev = self._devices.get(i)
-        if dev is None:
-            dev = self._devices[i] = ember.device("cuda", i)
-        st = ember.empty((max(int(nbytes), 1),), dtype=ember.uint8, device=dev).untyped_storage()
-        h = st.handle
+        alloc = self._devices.get(i)
+        if alloc is None:
+            from ember._factory import allocator_for
+            alloc = self._devices[i] = allocator_for(ember.device("cuda", i))
+        st = alloc.malloc(max(int(nbytes), 1))  # straight from the caching allocator: no op dispatch per temporary
         cp = self._cupy
-        return cp.cuda.memory.MemoryPointer(cp.cuda.memory.UnownedMemory(h.ptr, int(nbytes), st, i), 0)
+        return cp.cuda.memory.MemoryPointer(cp.cuda.memory.UnownedMemory(st.handle.ptr, int(nbytes), st, i), 0)
 
     def view(self, t):
         """A cupy array over the tensor's device memory, cached on the tensor."""

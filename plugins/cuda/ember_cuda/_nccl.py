@@ -1,7 +1,8 @@
 """The "nccl" collective backend: NCCL through cupy (``cupy.cuda.nccl``), for cuda tensors.
 
-UNVERIFIED: written against cupy's documented ``NcclCommunicator`` API, but no machine with
-two GPUs was available when it was written; its tests skip with that reason. ember-cuda
+Verified on one GPU (an H100: a one-rank group runs every collective through NCCL,
+``tests/distributed/test_dist_nccl.py::test_nccl_one_gpu_smoke``); multi-GPU runs are untested: no
+machine with two GPUs was available, and that test skips with the reason. ember-cuda
 registers it in ``ember_register`` through ``registry.register_collective_backend`` - the same
 call a vendor uses for its device's collectives - and cupy is imported only when the backend
 is created.

@@ -239,8 +239,7 @@ class CudaRuntime(DeviceRuntime):
         if not self._count:
             self._check_index(device_index)
         import cupy
-        with cupy.cuda.Device(device_index):
-            return int(cupy.cuda.get_current_stream().ptr)
+        return int(cupy.cuda.get_current_stream(device_index).ptr)   # (no device switch: asked per allocation)
 
     def stream_key(self, stream) -> int:
         """The allocator's key of an ``ember.cuda.Stream`` (Tensor.record_stream)."""

@@ -24,6 +24,7 @@ composite over these.
 from __future__ import annotations
 
 import contextlib
+import math
 import warnings
 
 import ember
@@ -200,7 +201,8 @@ def make_kernels(B, device_type: str) -> dict:
         return x.copy() if x.dtype.kind in "iub" else xp.floor(x)
 
     def _relu(x):
-        return xp.maximum(x, xp.zeros((), x.dtype)) if x.dtype != np.bool_ else x.copy()
+        # a numpy scalar operand: no device array (an allocation and a fill launch) per call
+        return xp.maximum(x, x.dtype.type(0)) if x.dtype != np.bool_ else x.copy()
 
     def _sigmoid(x):
         return 1 / (1 + xp.exp(-x))
@@ -277,28 +279,57 @@ def make_kernels(B, device_type: str) -> dict:
 
     # ------------------------------------------------------------ linear algebra (cuBLAS through cupy)
     def mat_operand(t, ed):
-        # cuBLAS takes float16 directly (fp32 accumulation); numpy's float16 matmul would accumulate
-        # in float16, so the host emulation widens it
-        if ed is F16 and not is_host:
-            return load(t, np.dtype(np.float16))
+        """The array a matmul operand is given to cuBLAS as: float16 as it is and bfloat16 in the array library's
+        own bfloat16 dtype (tensor cores, float32 accumulation), everything else in its compute dtype. The host
+        emulation widens both (numpy's float16 matmul would accumulate in float16)."""
+        if not is_host:
+            if ed is F16:
+                return load(t, np.dtype(np.float16))
+            if ed is BF16 and B.matmul_bf16 is not None:
+                return B.view(t).view(B.matmul_bf16)
         return load(t, compute_np(ed))
+
+    def widen_bf16(a):
+        """A native-bfloat16 operand as float32 (cupy's batched products do not take bfloat16)."""
+        return B.bf16_to_f32(a.view(xp.uint16)) if B.matmul_bf16 is not None and a.dtype == B.matmul_bf16 else a
+
+    def matmul_arrays(a, b, o=None):
+        """``a @ b`` of 2-D or 3-D operands, into ``o`` when given (same dtype). A single batch is a 2-D product:
+        cupy widens a batched float16 product to float32 and takes no bfloat16 in one, while a plain product
+        goes to cuBLAS as it is."""
+        if a.ndim == 3 and a.shape[0] == 1 and b.shape[0] == 1:
+            a, b, o = a[0], b[0], None if o is None else o[0]
+        if a.ndim == 3:
+            a, b = widen_bf16(a), widen_bf16(b)
+        return xp.matmul(a, b, out=o)
+
+    def store_product(out, r, ed):
+        """Store a product: a native-bfloat16 result is already rounded, its bits are copied."""
+        if ed is BF16 and out.dtype is BF16 and B.matmul_bf16 is not None and r.dtype == B.matmul_bf16:
+            xp.copyto(B.view(out), r.view(xp.uint16))
+            return
+        store(out, r, ed)
 
     def bmm(self, mat2, *, out):
         ed = out.dtype
         a, b = mat_operand(self, ed), mat_operand(mat2, ed)
-        o = B.view(out) if ed is not BF16 and not (is_host and ed is F16) else None
+        if ed is BF16:
+            native = B.matmul_bf16 is not None and (a.ndim == 2 or a.shape[0] == 1)
+            o = B.view(out).view(B.matmul_bf16) if native else None
+        else:
+            o = B.view(out) if not (is_host and ed is F16) else None
         if o is not None and o.flags.c_contiguous and a.dtype == b.dtype == o.dtype and \
                 out.untyped_storage() not in (self.untyped_storage(), mat2.untyped_storage()):
-            xp.matmul(a, b, out=o)                # cuBLAS writes the result in place: no temporary
+            matmul_arrays(a, b, o)                # cuBLAS writes the result in place: no temporary
             return
-        store(out, xp.matmul(a, b), ed)
+        store_product(out, matmul_arrays(a, b), ed)
 
     mm = bmm
 
     def addmm(self, mat1, mat2, *, beta=1, alpha=1, out):
         ed = out.dtype
         cd = compute_np(ed)
-        p = xp.matmul(mat_operand(mat1, ed), mat_operand(mat2, ed)).astype(cd, copy=False)
+        p = xp.matmul(mat_operand(mat1, ed), mat_operand(mat2, ed)).astype(cd, copy=False)   # 2-D: cuBLAS gemm
         if alpha != 1:
             p = p * B.scalar(alpha, cd)
         if beta != 0:                            # beta == 0: self is ignored (NaN in it too), as PyTorch
@@ -308,11 +339,14 @@ def make_kernels(B, device_type: str) -> dict:
 
     def linear(input, weight, bias=None, *, out):
         ed = out.dtype
-        w = mat_operand(weight, ed)
-        r = xp.matmul(mat_operand(input, ed), w.T if w.ndim == 2 else w)
+        x, w = mat_operand(input, ed), mat_operand(weight, ed)
+        if w.ndim == 2:                          # leading dims folded: one 2-D gemm, not a batched product
+            r = xp.matmul(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), w.T).reshape(x.shape[:-1] + (w.shape[0],))
+        else:
+            r = xp.matmul(widen_bf16(x), widen_bf16(w))
         if bias is not None:
             r = r.astype(compute_np(ed), copy=False) + operand(bias, compute_np(ed))
-        store(out, r, ed)
+        store_product(out, r, ed)
 
     # ------------------------------------------------------------ indexing
     def _index(index, size, dim):
