@@ -137,6 +137,13 @@ class OpDef:
     def resolve(self, key):
         """The kernel for ``key`` = (device type, layout name, dtype), by the documented order."""
         fn = self._resolve(key)
+        if _CAPTURE_ACTIVE[0] and self.sources.get(key) != "composite":
+            # a thread is capturing (ember.compile): kernels record their calls; composites are not
+            # recorded, the ops they call are
+            from .compiler._capture import recording
+            fn = recording(self, fn)
+            if key in self.cache:
+                self.cache[key] = fn
         if self.structured and key[1] != "strided":
             self.cache.pop(key, None)   # a non-strided layout's kernel is free-form: entry points must not find it cached
         return fn
@@ -202,6 +209,8 @@ def _fmt_key(key):
 
 
 _fallback_warned = set()
+
+from .compiler._capture import ACTIVE as _CAPTURE_ACTIVE   # noqa: E402 - (a list: ember.compile's capture count)
 
 #: how the warnings and errors name an op's host path (``OpDef.host``)
 HOST_PATH = "its host path (copy to cpu, the cpu kernel, copy back)"

@@ -17,6 +17,7 @@ import numbers
 from . import _dtype as D
 from ._device import strided
 from ._grad_state import STATE as _AG
+from .compiler._capture import ACTIVE as _CAPTURE_ACTIVE
 from . import _memory_format as _MF
 
 __all__ = ["Tensor", "Size", "is_tensor"]
@@ -979,7 +980,11 @@ class Tensor:
     def _host(self):
         """A numpy array holding this tensor's values (a view on host-memory devices)."""
         from . import _registry
-        return _registry.device_type(self._device.type).runtime.to_numpy(self)
+        a = _registry.device_type(self._device.type).runtime.to_numpy(self)
+        if _CAPTURE_ACTIVE[0]:
+            from .compiler._capture import host_read
+            host_read(self, a, "item()")
+        return a
 
     def item(self):
         """The value of a one-element tensor as a Python number (RuntimeError otherwise)."""
@@ -1006,7 +1011,11 @@ class Tensor:
         if not runtime.host_memory and not force:
             raise TypeError(f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to copy "
                             "the tensor to host memory first.")
-        return runtime.to_numpy(self)
+        a = runtime.to_numpy(self)
+        if _CAPTURE_ACTIVE[0]:
+            from .compiler._capture import host_read
+            host_read(self, a, "numpy()")
+        return a
 
     def _pinning_runtime(self, device):
         """The runtime that pins host memory for ``device``'s type (default: the current

@@ -22,6 +22,7 @@ import collections
 import os
 
 __all__ = ["fallback_counts", "reset", "record_fallbacks", "FallbackRecord", "fallback_warn_mode", "copy_counts",
+           "compiled_graphs",
            "record_copies"]
 
 _fallbacks: collections.Counter = collections.Counter()
@@ -125,6 +126,20 @@ class record_fallbacks:
     def __exit__(self, *exc):
         _recorders.remove(self.record)
         return False
+
+
+def compiled_graphs() -> list:
+    """What ``ember.compile`` captured: one dict per compiled function and signature, with ``function``,
+    ``calls``, ``replays``, ``kernel_calls`` (recorded kernels replayed per call), ``checked_on_replay`` (host
+    reads of ember's own code and data-dependent shapes, re-checked on each replay), ``graph_breaks``
+    ([(what, "file:line")] host reads in the user's code), ``static_inputs``, ``mismatches`` (replays that
+    stopped and ran eagerly) and ``eager_reason`` (why the signature runs eagerly, or None).
+    ``EMBER_COMPILE_DEBUG=1`` prints each capture as it happens."""
+    from .compiler._compiled import _REGISTRY
+    rows = []
+    for cf in _REGISTRY:
+        rows.extend(cf.info())
+    return rows
 
 
 def fallback_warn_mode() -> str:

@@ -77,7 +77,7 @@ def test_the_summary_counts_failures_outside_the_matrix_and_agrees_with_the_resu
     r = run_conformance("cpu", opinfos=[info], dtypes="float32", device_checks=False)
     assert r.cell("neg", "float32") == "native" and r.exit_code == 1       # the matrix itself has no FAIL
     text = render_text(r)
-    assert "checks: 3 passed, 1 failed (errors 1)," in text
+    assert "checks: 4 passed, 1 failed (errors 1)," in text          # samples, op, grad, compiled
     assert text.rstrip().endswith("result: FAILED - 1 unexpected failure(s) (errors 1), 0 unexpected pass(es)")
     assert "result: FAILED - 1 unexpected failure(s) (errors 1)" in render_markdown(r)
     passing = run_conformance("cpu", opinfos=F.passing_opinfos, dtypes="float32", device_checks=False)

@@ -16,6 +16,7 @@ from .._factory import empty_on, bump_version
 from .._grad_state import STATE as _AG
 from .. import _memory_format as MF
 from .._tensor import Tensor
+from ..compiler._capture import ACTIVE as _CAPTURE_ACTIVE
 from ._meta import broadcast_shapes, check_tensor
 
 __all__ = ["copy_", "fill_", "clone", "to"]
@@ -58,27 +59,34 @@ def _copy_impl(self, src, non_blocking=False):
         if self._quantizer is not None and src._quantizer is None:
             # a float src into a quantized tensor (ember-quantized): move it, then quantize on self's device
             return _copy_impl(self, src.to(self._device), non_blocking)
-        if src._quantizer is not None:     # quantized: the integers go through the host, the qparams with them
-            self._quantizer = src._quantizer
-        # a runtime may copy directly (DMA, peer copies, non_blocking from pinned memory):
-        # copy_across(dst, src, non_blocking) returns True when it did, False to go through the host
-        from .. import profiler
-        for dev in (self._device, src._device):
-            across = getattr(_registry.device_type(dev.type).runtime, "copy_across", None)
-            if across is not None and across(self, src, non_blocking):
-                profiler._count_copy(src._device.type, self._device.type, "direct")
-                bump_version(self)
-                return self
-        profiler._count_copy(src._device.type, self._device.type, "host")
-        host = _registry.device_type(src._device.type).runtime.to_numpy(src)
-        if src._shape != self._shape:
-            import numpy as np
-            host = np.broadcast_to(host, self._shape)
-        host = host.astype(self._dtype.numpy_dtype, copy=False)
-        _registry.device_type(self._device.type).runtime.from_numpy(self, host)
-        bump_version(self)
-        return self
+        if _CAPTURE_ACTIVE[0]:      # ember.compile: a copy between devices is a node of the graph too
+            from ..compiler._capture import record_call
+            return record_call(_copy_between_devices, (self, src, non_blocking), "copy_ (between devices)")
+        return _copy_between_devices(self, src, non_blocking)
     _copy_op(self, src, non_blocking)
+    bump_version(self)
+    return self
+
+
+def _copy_between_devices(self, src, non_blocking):
+    if src._quantizer is not None:     # quantized: the integers go through the host, the qparams with them
+        self._quantizer = src._quantizer
+    # a runtime may copy directly (DMA, peer copies, non_blocking from pinned memory):
+    # copy_across(dst, src, non_blocking) returns True when it did, False to go through the host
+    from .. import profiler
+    for dev in (self._device, src._device):
+        across = getattr(_registry.device_type(dev.type).runtime, "copy_across", None)
+        if across is not None and across(self, src, non_blocking):
+            profiler._count_copy(src._device.type, self._device.type, "direct")
+            bump_version(self)
+            return self
+    profiler._count_copy(src._device.type, self._device.type, "host")
+    host = _registry.device_type(src._device.type).runtime.to_numpy(src)
+    if src._shape != self._shape:
+        import numpy as np
+        host = np.broadcast_to(host, self._shape)
+    host = host.astype(self._dtype.numpy_dtype, copy=False)
+    _registry.device_type(self._device.type).runtime.from_numpy(self, host)
     bump_version(self)
     return self
 

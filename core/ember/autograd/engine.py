@@ -12,6 +12,7 @@ import sys
 import threading
 
 from .._grad_state import STATE
+from ..compiler._capture import ACTIVE as _CAPTURE_ACTIVE
 from .._tensor import Tensor
 from .graph import AccumulateGrad, grad_edge
 from . import _tensor_methods
@@ -118,6 +119,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     """
     if _tensor_methods._RETAINING:
         _tensor_methods.sync_retained()
+    if _CAPTURE_ACTIVE[0] and not retain_graph:
+        from ..compiler._capture import STATE as _cap
+        if _cap.graph is not None:
+            _cap.graph.backward_ran = True      # outputs whose graph this frees are returned detached on replay
     root_edges = []
     for i, t in enumerate(tensors):
         e = grad_edge(t)

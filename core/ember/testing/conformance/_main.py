@@ -9,7 +9,8 @@ from . import _xfails
 from ._device_checks import DEVICE_CHECKS, device_check_cases, run_device_check
 from ._report import Outcome, Results, render_text, write_report
 from .._opinfo import MissingDtype
-from ._runner import (ConformanceFailure, NotApplicable, SampleBuildError, applies, check_errors, check_grad,
+from ._runner import (ConformanceFailure, NotApplicable, SampleBuildError, applies, check_compiled, check_errors,
+                      check_grad,
                       check_samples, dispatch_source, grad_dtype, grad_samples, load_opinfos, make_target, op_dtypes,
                       opinfos_for_layout, record_keys, run_case, samples_of, Case, raised_at)
 
@@ -88,6 +89,9 @@ def _run_conformance(device, dtypes, ops, layout, opinfos, xfail_files, device_c
                         if applies(test, o):
                             case = Case(test, o, d, i, s.name)
                             results.add(_outcome(test, o.id, d, label, lambda c=case: run_case(c, target)))
+            if samples and applies("compiled", o):     # replay through ember.compile: the first sample
+                results.add(_outcome("compiled", o.id, d, "0", lambda o=o, d=d, s=samples[0]:
+                                     check_compiled(o, target, d, 0, s)))
             try:
                 src = dispatch_source(o, target, d, keys)
             except Exception:  # noqa: BLE001

@@ -164,11 +164,11 @@ class Results:
 
 # ---------------------------------------------------------------- rendering
 def _matrix_rows(r: Results):
-    cols = [_SHORT.get(d, d) for d in r.dtypes] + ["grad", "err"]
+    cols = [_SHORT.get(d, d) for d in r.dtypes] + ["grad", "err", "compiled"]
     rows = []
     for op in r.ops:
         row = [CODES[r.cell(op, d)] for d in r.dtypes]
-        row += [CODES[r.op_column(op, "grad")], CODES[r.op_column(op, "errors")]]
+        row += [CODES[r.op_column(op, "grad")], CODES[r.op_column(op, "errors")], CODES[r.op_column(op, "compiled")]]
         rows.append((op, row))
     return cols, rows
 
@@ -345,7 +345,8 @@ def to_json(r: Results) -> dict:
         "device": r.device, "layout": r.layout, "dtypes": r.dtypes, "exit_code": r.exit_code, "fast": r.fast,
         "totals": r.totals(),
         "matrix": {op: {d: r.cell(op, d) for d in r.dtypes} | {"grad": r.op_column(op, "grad"),
-                                                                "errors": r.op_column(op, "errors")}
+                                                                "errors": r.op_column(op, "errors"),
+                                                                "compiled": r.op_column(op, "compiled")}
                    for op in r.ops},
         "fallbacks": {f"{op}/{d}": c for (op, d), c in r.fallbacks.items()},
         "copy_paths": [{"src": s, "dst": d, "path": p, "copies": n} for (s, d, p), n in sorted(r.copy_paths.items())],

@@ -39,7 +39,7 @@ __all__ = ["TESTS", "Target", "Case", "ConformanceFailure", "NotApplicable", "Sa
            "check_samples"]
 
 #: the per-op tests, in the order they run (names used in reports and xfails files)
-TESTS = ("samples", "op", "out", "inplace", "view", "errors", "grad")
+TESTS = ("samples", "op", "out", "inplace", "view", "errors", "grad", "compiled")
 #: frames of a sampler's traceback shown with its error, innermost first
 SHOW_FRAMES = 3
 #: how many samples of an op get a gradcheck
@@ -324,7 +324,8 @@ def applies(test, opinfo) -> bool:
     return {"samples": opinfo.sample_inputs is not None or bool(opinfo.layout_samplers),
             "op": True, "out": opinfo.supports_out, "inplace": opinfo.inplace is not None,
             "view": opinfo.is_view, "errors": opinfo.error_inputs is not None,
-            "grad": opinfo.supports_autograd}[test]
+            "grad": opinfo.supports_autograd,
+            "compiled": opinfo.check is None}[test]     # (ops with a check() are random or data-dependent)
 
 
 def opinfos_for_layout(opinfos, layout: str) -> list:
@@ -347,6 +348,9 @@ def cases_for(test, target, opinfos) -> list:
             continue
         if test in ("errors", "samples"):
             out.append(Case(test, o, "-"))
+        elif test == "compiled":
+            for d in op_dtypes(o, target):
+                out.extend(Case(test, o, d, i, s.name) for i, s in enumerate(buildable_samples(o, target, d)[:1]))
         elif test == "grad":
             d = grad_dtype(o, target)
             if d is not None:
@@ -368,7 +372,8 @@ def run_case(case, target):
         sample = samples_of(case.opinfo, target, case.dtype, requires_grad=True)[case.index]
         return check_grad(case.opinfo, target, case.dtype, case.index, sample)
     sample = samples_of(case.opinfo, target, case.dtype)[case.index]
-    fn = {"op": check_op, "out": check_out, "inplace": check_inplace, "view": check_view}[case.test]
+    fn = {"op": check_op, "out": check_out, "inplace": check_inplace, "view": check_view,
+          "compiled": check_compiled}[case.test]
     return fn(case.opinfo, target, case.dtype, case.index, sample)
 
 
@@ -582,6 +587,41 @@ def check_op(opinfo, target, dtype_name, index, sample):
             problems += compare(result, expected, opinfo, dtype_name, device=target.device, against="numpy reference")
     if problems:
         _fail(*args, problems)
+
+
+def check_compiled(opinfo, target, dtype_name, index, sample):
+    """``compiled``: the op called through ``ember.compile`` - warm-up, capture, then two replays on the device -
+    returns what it returns eagerly, bit for bit (a replay runs the same kernels on the same inputs), in
+    dtype, shape and device; the arguments are left as eager leaves them."""
+    import ember
+    args = ("compiled", opinfo, target, dtype_name, index, sample)
+
+    def call(inp, a, kw):
+        return opinfo.op(inp, *a, **kw)
+    before = [(t, _host_copy(t)) for t in _tensors((sample.input, sample.args, tuple(sample.kwargs.values())))]
+    try:
+        expected = _processed(sample, _call(opinfo, sample))
+    except Exception as e:  # noqa: BLE001 - the op test reports (or expects) that failure
+        raise NotApplicable(f"the op raises eagerly ({type(e).__name__}); the op test reports it") from None
+    changed = [t for t, b in before if not _unchanged(b, t)]
+    if changed:
+        raise NotApplicable("the op writes into its arguments (checked by the inplace test)")
+    compiled = ember.compile(call)
+    got = None
+    with ember.no_grad():
+        for _ in range(4):
+            got = _guard(*args, "the compiled op",
+                         lambda: _processed(sample, compiled(sample.input, sample.args, dict(sample.kwargs))))
+    info = compiled._compiled.info()
+    replays = sum(r["replays"] for r in info)
+    problems = compare(got, expected, opinfo, dtype_name, device=target.device, against="eager result")
+    if problems:
+        _fail(*args, problems)
+    if not replays:
+        why = [r["eager_reason"] for r in info if r["eager_reason"]] or [compiled._compiled.uncached]
+        if why[0] is None:
+            _fail(*args, ["the compiled op never replayed, and ember.compile gave no reason"])
+        raise NotApplicable(f"ember.compile runs it eagerly: {why[0]}")
 
 
 def _empty_like_result(r, device):

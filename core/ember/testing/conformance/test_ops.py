@@ -37,3 +37,8 @@ def test_errors(ember_case, ember_target):
 def test_grad(ember_case, ember_target):
     """gradcheck on the device (float64, or float32 with loose tolerances)."""
     run_pytest_case(ember_case, ember_target)
+
+
+def test_compiled(ember_case, ember_target):
+    """The op through ember.compile (warm-up, capture, replays) returns its eager result bit for bit."""
+    run_pytest_case(ember_case, ember_target)

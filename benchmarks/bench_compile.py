@@ -1,0 +1,170 @@
+"""ember.compile side by side with ember eager, PyTorch eager and torch.compile, in one run.
+
+    python benchmarks/bench_compile.py [--threads 1] [--repeat 7] [--steps 50] [--only mlp,cnn,gpt,lstm]
+                                       [--no-torch-compile]
+
+One training step (zero_grad, forward, loss, backward, optimizer step) of each model, built by the same
+code for both libraries (``import ember as torch`` style):
+
+- mlp:  Linear(64,128)-ReLU-Linear(128,10), batch 64, Adam
+- cnn:  the digits CNN (conv 1->16, pool, conv 16->32, linear), batch 64, Adam
+- gpt:  2 Transformer layers, d_model 64, 4 heads, causal, sequence 32, batch 16, AdamW
+- lstm: 2-layer LSTM language model, hidden 128, sequence 35, batch 20, SGD
+
+Each figure is the median over ``--repeat`` rounds of ``--steps`` steps (ms per step), after warm-up;
+"capture" is the wall time of ember.compile's warm-up + capture + first replay (torch.compile: its first
+three calls). Ratios are ember compiled / PyTorch eager (< 1: ember is faster). ``torch.compile`` uses its
+default backend (inductor, which needs a C++ compiler); where it fails its column reads n/a with the reason.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+
+
+def build(T, kind, seed=0):
+    """(step function, model) for library ``T`` (ember or torch): identical code for both."""
+    nn, F = T.nn, T.nn.functional
+    T.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    if kind == "mlp":
+        model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+        x, y = T.tensor(rng.standard_normal((64, 64), dtype=np.float32)), T.tensor(rng.integers(0, 10, 64))
+        opt = T.optim.Adam(model.parameters(), lr=1e-3)
+    elif kind == "cnn":
+        model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(512, 10))
+        x = T.tensor(rng.standard_normal((64, 1, 8, 8), dtype=np.float32))
+        y = T.tensor(rng.integers(0, 10, 64))
+        opt = T.optim.Adam(model.parameters(), lr=1e-3)
+    elif kind == "gpt":
+        vocab, d, seq = 96, 64, 32
+
+        class GPT(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tok = nn.Embedding(vocab, d)
+                self.pos = nn.Embedding(seq, d)
+                layer = nn.TransformerEncoderLayer(d, 4, 4 * d, dropout=0.0, batch_first=True, norm_first=True)
+                self.blocks = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+                self.head = nn.Linear(d, vocab)
+                self.register_buffer("mask", T.triu(T.full((seq, seq), float("-inf")), diagonal=1))
+                self.register_buffer("positions", T.arange(seq))
+
+            def forward(self, idx):
+                h = self.tok(idx) + self.pos(self.positions)
+                return self.head(self.blocks(h, mask=self.mask))
+        model = GPT()
+        x = T.tensor(rng.integers(0, vocab, (16, seq)))
+        y = T.tensor(rng.integers(0, vocab, (16, seq)))
+        opt = T.optim.AdamW(model.parameters(), lr=1e-3)
+    elif kind == "lstm":
+        vocab, hidden, seq = 200, 128, 35
+
+        class LM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(vocab, hidden)
+                self.rnn = nn.LSTM(hidden, hidden, 2)
+                self.out = nn.Linear(hidden, vocab)
+
+            def forward(self, idx):
+                h, _ = self.rnn(self.emb(idx))
+                return self.out(h)
+        model = LM()
+        x, y = T.tensor(rng.integers(0, vocab, (seq, 20))), T.tensor(rng.integers(0, vocab, (seq, 20)))
+        opt = T.optim.SGD(model.parameters(), lr=0.1)
+    else:
+        raise ValueError(kind)
+
+    def step(x, y):
+        opt.zero_grad()
+        out = model(x)
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        return loss
+    return step, x, y
+
+
+def per_step(fn, x, y, steps, repeat):
+    ts = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            fn(x, y)
+        ts.append((time.perf_counter() - t0) / steps)
+    return statistics.median(ts)
+
+
+def first_calls(fn, x, y, n=3):
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn(x, y)
+    return time.perf_counter() - t0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--threads", type=int, default=None, help="numpy / torch threads (default: the libraries')")
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--only", default="mlp,cnn,gpt,lstm")
+    p.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile (it takes seconds per model)")
+    args = p.parse_args(argv)
+    if args.threads:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(args.threads)
+    import ember
+    try:
+        import torch
+        if args.threads:
+            torch.set_num_threads(args.threads)
+    except ImportError:
+        torch = None
+    print(f"ember {ember.__version__}, torch {torch.__version__ if torch else 'not installed'}, threads "
+          f"{args.threads or 'default'}; ms per training step, median of {args.repeat} x {args.steps} steps")
+    head = ("model", "ember eager", "ember compiled", "torch eager", "torch.compile", "compiled / torch eager",
+            "capture (s)", "replays")
+    rows = []
+    for kind in args.only.split(","):
+        step, x, y = build(ember, kind)
+        t_eager = (first_calls(step, x, y), per_step(step, x, y, args.steps, args.repeat))[1]
+        step, x, y = build(ember, kind)
+        cstep = ember.compile(step)
+        cap = first_calls(cstep, x, y)
+        t_comp = per_step(cstep, x, y, args.steps, args.repeat)
+        info = cstep._compiled.info()
+        replays = sum(r["replays"] for r in info)
+        why = "; ".join(sorted({r["eager_reason"] for r in info if r["eager_reason"]}))
+        t_torch = t_tc = None
+        tc_note = "n/a"
+        if torch is not None:
+            tstep, tx, ty = build(torch, kind)
+            first_calls(tstep, tx, ty)
+            t_torch = per_step(tstep, tx, ty, args.steps, args.repeat)
+            if not args.no_torch_compile:
+                tstep, tx, ty = build(torch, kind)
+                try:
+                    ctstep = torch.compile(tstep)
+                    first_calls(ctstep, tx, ty)
+                    t_tc = per_step(ctstep, tx, ty, args.steps, args.repeat)
+                    tc_note = f"{t_tc * 1e3:.3f}"
+                except Exception as e:  # noqa: BLE001 - no C++ compiler, unsupported op, ...: reported, not fatal
+                    tc_note = f"n/a ({type(e).__name__})"
+        rows.append((kind, f"{t_eager * 1e3:.3f}", f"{t_comp * 1e3:.3f}",
+                     f"{t_torch * 1e3:.3f}" if t_torch else "n/a", tc_note,
+                     f"{t_comp / t_torch:.2f}" if t_torch else "n/a", f"{cap:.2f}",
+                     str(replays) + (f" (eager: {why})" if why else "")))
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
