@@ -1,5 +1,6 @@
 """Small training programs written against PyTorch's API, run unchanged with ``import torch`` and with
-``import ember as torch``: the new optimizers, schedulers, LBFGS with an autograd closure and SWA."""
+``import ember as torch``: the new optimizers (Adafactor, Muon too), schedulers, LBFGS with an autograd
+closure and SWA."""
 from __future__ import annotations
 
 import pytest
@@ -36,6 +37,25 @@ for name, kw in [("Adadelta", dict(lr=10.0)), ("Adamax", dict(lr=0.2)), ("NAdam"
         loss.backward()
         opt.step()
     out[name] = loss_of(model).item()
+
+model = make()
+opt = torch.optim.Adafactor(model.parameters(), lr=0.1)
+for _ in range(80):
+    opt.zero_grad()
+    loss_of(model).backward()
+    opt.step()
+out["Adafactor"] = loss_of(model).item()
+
+model = make()      # Muon for the 2-D weight, AdamW for the bias (as PyTorch's docs advise)
+opts = [torch.optim.Muon([model.weight], lr=0.05, weight_decay=0.0, momentum=0.9),
+        torch.optim.AdamW([model.bias], lr=0.05, weight_decay=0.0)]
+for t in range(80):
+    for o in opts:
+        o.zero_grad()
+    loss_of(model).backward()
+    for o in opts:
+        o.step()
+out["Muon"] = loss_of(model).item()
 
 model = make()
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -78,8 +98,8 @@ def _run(module):
 
 def test_program_runs_under_ember():
     out = _run(ember)
-    for k in ("Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "cyclic-poly", "ema", "lbfgs-strong_wolfe",
-              "lbfgs-None"):
+    for k in ("Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "Adafactor", "Muon", "cyclic-poly", "ema",
+              "lbfgs-strong_wolfe", "lbfgs-None"):
         assert out[k] < out["initial"] / 50, k
     assert out["lbfgs-strong_wolfe"] < 1.2e-4      # the least-squares fit (noise variance ~1e-4)
     assert len(set(out["cyclic-poly-lrs"])) > 10

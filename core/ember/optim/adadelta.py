@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor
+from .optimizer import Optimizer, _value, _step_tensor, _check_capturable
 
 __all__ = ["Adadelta"]
 
@@ -21,8 +21,12 @@ class Adadelta(Optimizer):
         p = p - lr * delta
 
     State per parameter: ``'step'`` (0-dim float tensor), ``'square_avg'`` (v), ``'acc_delta'`` (u).
+    ``capturable=True`` keeps ``'step'`` on the parameter's device (the update does not use it);
+    AssertionError (as PyTorch) when a capturable step meets a parameter on cpu.
+    ``differentiable=True`` (PyTorch's meaning): the step runs with grad enabled (cloning what PyTorch
+    clones), so gradients flow through the update.
     Raises ValueError for invalid lr / rho / eps / weight_decay (PyTorch's messages), RuntimeError
-    for ``capturable`` / ``differentiable`` (not supported by ember) and for sparse gradients.
+    for sparse gradients.
     """
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
@@ -35,7 +39,6 @@ class Adadelta(Optimizer):
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        self._check_unsupported(None, differentiable, capturable)
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize, capturable=capturable,
                         foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
@@ -55,14 +58,17 @@ class Adadelta(Optimizer):
         for group in self.param_groups:
             lr = _value(group["lr"])
             rho, eps, wd, maximize = group["rho"], group["eps"], group["weight_decay"], group["maximize"]
+            capturable, differentiable = group["capturable"], group.get("differentiable", False)
             params, grads = self._grads(group, "Adadelta")
             for p, g in zip(params, grads):
                 st = state[p]
                 if not st:
-                    st["step"] = _step_tensor()
+                    st["step"] = _step_tensor(p.device if capturable else None)
                     st["square_avg"] = ember.zeros_like(p)
                     st["acc_delta"] = ember.zeros_like(p)
                 square_avg, acc_delta = st["square_avg"], st["acc_delta"]
+                if capturable:
+                    _check_capturable(p, st["step"])
                 st["step"].add_(1)
                 if maximize:
                     g = -g
@@ -71,6 +77,8 @@ class Adadelta(Optimizer):
                 square_avg.mul_(rho).addcmul_(g, g, value=1 - rho)
                 std = square_avg.add(eps).sqrt_()
                 delta = acc_delta.add(eps).sqrt_()
+                if differentiable:
+                    delta = delta.clone()
                 delta.div_(std).mul_(g)
                 acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
                 p.add_(delta, alpha=-lr)

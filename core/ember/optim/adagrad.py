@@ -21,6 +21,8 @@ class Adagrad(Optimizer):
 
     State per parameter, created at construction as PyTorch does: ``'step'`` and ``'sum'``
     (filled with ``initial_accumulator_value``).
+    ``differentiable=True`` (PyTorch's meaning): the step runs with grad enabled (and adds eps out of
+    place, as PyTorch), so gradients flow through the update.
     Raises ValueError for invalid lr / lr_decay / weight_decay / initial_accumulator_value / eps,
     RuntimeError for sparse gradients.
     """
@@ -37,7 +39,7 @@ class Adagrad(Optimizer):
             raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        self._check_unsupported(fused, differentiable)
+        self._check_unsupported(fused)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)
@@ -60,6 +62,7 @@ class Adagrad(Optimizer):
         for group in self.param_groups:
             lr = _value(group["lr"])
             lr_decay, wd, eps, maximize = group["lr_decay"], group["weight_decay"], group["eps"], group["maximize"]
+            differentiable = group.get("differentiable", False)
             for p in group["params"]:
                 g = p._grad
                 if g is None:
@@ -77,6 +80,6 @@ class Adagrad(Optimizer):
                 clr = lr / (1 + (step - 1) * lr_decay)
                 state_sum = st["sum"]
                 state_sum.addcmul_(g, g, value=1)
-                std = state_sum.sqrt().add_(eps)
+                std = state_sum.sqrt() + eps if differentiable else state_sum.sqrt().add_(eps)
                 p.addcdiv_(g, std, value=-clr)
         return loss

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor
+from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _hyper, _rdiv
 
 __all__ = ["Adam"]
 
@@ -23,8 +23,17 @@ class Adam(Optimizer):
 
     State per parameter: ``'step'`` (0-dim float tensor), ``'exp_avg'``, ``'exp_avg_sq'``
     (and ``'max_exp_avg_sq'`` with amsgrad).
-    Raises ValueError for invalid lr / eps / betas / weight_decay (PyTorch's messages) and
-    RuntimeError for sparse gradients.
+
+    ``capturable=True`` (PyTorch's meaning): ``'step'`` lives on the parameter's device and the bias
+    corrections and step size are 0-dim tensors computed from it (PyTorch's capturable formula,
+    ``denom = sqrt(v) / (sqrt(1 - beta2**t) * -step_size) + eps / -step_size; p += m / denom``),
+    so a step never reads a number back to the host and can be captured and replayed.
+    ``differentiable=True`` (PyTorch's meaning): the step runs with grad enabled and takes the same
+    tensor formula (the step stays on cpu), cloning what PyTorch clones, so gradients flow through the
+    update to non-leaf parameters, gradients and state that require grad.
+    Raises ValueError for invalid lr / eps / betas / weight_decay (PyTorch's messages),
+    RuntimeError for sparse gradients and for ``fused`` (not supported by ember), AssertionError
+    when a capturable step meets a parameter on cpu (as PyTorch).
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
@@ -40,7 +49,7 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        self._check_unsupported(fused, differentiable, capturable)
+        self._check_unsupported(fused)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
@@ -59,7 +68,9 @@ class Adam(Optimizer):
         state = self.state
         name = type(self).__name__
         for group in self.param_groups:
-            lr = _value(group["lr"])
+            capturable = group.get("capturable", False)
+            differentiable = group.get("differentiable", False)
+            lr = _hyper(group["lr"], capturable or differentiable)
             beta1, beta2 = (_value(b) for b in group["betas"])
             wd, eps, amsgrad, maximize = group["weight_decay"], group["eps"], group["amsgrad"], group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
@@ -72,12 +83,14 @@ class Adam(Optimizer):
                                        "instead")
                 st = state[p]
                 if not st:
-                    st["step"] = _step_tensor()
+                    st["step"] = _step_tensor(p.device if capturable else None)
                     st["exp_avg"] = ember.zeros_like(p)
                     st["exp_avg_sq"] = ember.zeros_like(p)
                     if amsgrad:
                         st["max_exp_avg_sq"] = ember.zeros_like(p)
                 step_t, exp_avg, exp_avg_sq = st["step"], st["exp_avg"], st["exp_avg_sq"]
+                if capturable:
+                    _check_capturable(p, step_t)
                 if maximize:
                     g = -g
                 step_t.add_(1)
@@ -88,6 +101,21 @@ class Adam(Optimizer):
                         g = g.add(p, alpha=wd)
                 exp_avg.lerp_(g, 1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+                if capturable or differentiable:
+                    # 0-dim tensors on the step's device, never read back (PyTorch's capturable order)
+                    step_size_neg = _rdiv(lr, 1 - beta1 ** step_t).neg()
+                    bias_correction2_sqrt = (1 - beta2 ** step_t).sqrt()
+                    if amsgrad:
+                        v = st["max_exp_avg_sq"]
+                        if differentiable:       # out= is not recorded by autograd
+                            v.copy_(ember.maximum(v.clone(), exp_avg_sq))
+                        else:
+                            ember.maximum(v, exp_avg_sq, out=v)
+                    else:
+                        v = exp_avg_sq
+                    denom = (v.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(_rdiv(eps, step_size_neg))
+                    p.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom)
+                    continue
                 step = step_t.item()
                 step_size = lr / (1 - beta1 ** step)
                 bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5

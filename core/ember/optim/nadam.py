@@ -4,7 +4,7 @@ from __future__ import annotations
 import ember
 
 from .adamax import _check_adam_like
-from .optimizer import Optimizer, _value, _step_tensor
+from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _hyper
 
 __all__ = ["NAdam"]
 
@@ -25,9 +25,13 @@ class NAdam(Optimizer):
         p = p - lr * mu_{t+1} / (1 - mu_prod * mu_{t+1}) * m / denom
 
     State per parameter: ``'step'``, ``'mu_product'`` (0-dim float tensors), ``'exp_avg'``,
-    ``'exp_avg_sq'``. Raises ValueError for invalid lr / eps / betas / weight_decay /
-    momentum_decay (PyTorch's messages), RuntimeError for ``capturable`` / ``differentiable``
-    (not supported by ember) and for sparse gradients.
+    ``'exp_avg_sq'``.
+    ``capturable=True`` (PyTorch's meaning): the 0-dim state tensors live on the parameter's device and
+    everything that depends on the step is computed from them with tensor ops (PyTorch's capturable
+    formulas), so a step never reads a number back to the host and can be captured and replayed;
+    AssertionError (as PyTorch) when a capturable step meets a parameter on cpu.
+    Raises ValueError for invalid lr / eps / betas / weight_decay / momentum_decay (PyTorch's
+    messages), RuntimeError for ``differentiable`` (not supported by ember) and for sparse gradients.
     """
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
@@ -36,7 +40,7 @@ class NAdam(Optimizer):
         _check_adam_like(lr, eps, betas, weight_decay)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
-        self._check_unsupported(None, differentiable, capturable)
+        self._check_unsupported(None, differentiable, name="NAdam")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
                         capturable=capturable, differentiable=differentiable)
@@ -56,7 +60,8 @@ class NAdam(Optimizer):
         loss = self._closure_loss(closure)
         state = self.state
         for group in self.param_groups:
-            lr = _value(group["lr"])
+            capturable = group["capturable"]
+            lr = _hyper(group["lr"], capturable)
             beta1, beta2 = (_value(b) for b in group["betas"])
             eps, wd, maximize = group["eps"], group["weight_decay"], group["maximize"]
             momentum_decay, decoupled = group["momentum_decay"], group["decoupled_weight_decay"]
@@ -64,15 +69,22 @@ class NAdam(Optimizer):
             for p, g in zip(params, grads):
                 st = state[p]
                 if not st:
-                    st["step"] = _step_tensor()
-                    st["mu_product"] = _step_tensor().fill_(1.0)
+                    dev = p.device if capturable else None
+                    st["step"] = _step_tensor(dev)
+                    st["mu_product"] = _step_tensor(dev).fill_(1.0)
                     st["exp_avg"] = ember.zeros_like(p)
                     st["exp_avg_sq"] = ember.zeros_like(p)
                 exp_avg, exp_avg_sq, mu_product, step_t = st["exp_avg"], st["exp_avg_sq"], st["mu_product"], \
                     st["step"]
+                if capturable:
+                    _check_capturable(p, mu_product, step_t, what="params, mu_products and state_steps")
                 if maximize:
                     g = -g
                 step_t.add_(1)
+                if capturable:
+                    self._capturable_update(p, g, exp_avg, exp_avg_sq, mu_product, step_t, lr, beta1, beta2, eps,
+                                            wd, momentum_decay, decoupled)
+                    continue
                 step = step_t.item()
                 bias_correction2 = 1 - beta2 ** step
                 if wd != 0:
@@ -91,3 +103,24 @@ class NAdam(Optimizer):
                 p.addcdiv_(g, denom, value=-lr * (1.0 - mu) / (1.0 - mu_prod))
                 p.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_prod * mu_next))
         return loss
+
+    @staticmethod
+    def _capturable_update(p, g, exp_avg, exp_avg_sq, mu_product, step_t, lr, beta1, beta2, eps, wd,
+                           momentum_decay, decoupled):
+        """The update with ``capturable=True``: mu, mu_next and the bias correction are 0-dim tensors
+        computed from ``step_t`` on the parameter's device, in PyTorch's capturable order."""
+        bias_correction2 = 1 - beta2 ** step_t
+        if wd != 0:
+            if decoupled:
+                p.mul_(1 - lr * wd)
+            else:
+                g = g.add(p, alpha=wd)
+        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step_t * momentum_decay)))
+        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step_t + 1) * momentum_decay)))
+        mu_product.mul_(mu)
+        exp_avg.lerp_(g, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        denom = exp_avg_sq.div(bias_correction2).sqrt().add(eps)
+        mu_product_next = mu_product * mu_next
+        p.addcdiv_(g * (-lr * (1.0 - mu) / (1.0 - mu_product)), denom)
+        p.addcdiv_(exp_avg * (-lr * mu_next / (1.0 - mu_product_next)), denom)

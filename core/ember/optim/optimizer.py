@@ -79,7 +79,8 @@ def _typename(obj) -> str:
 
 
 def _wrap_step(step):
-    """The subclass's ``step`` run under no_grad, with the step hooks around it."""
+    """The subclass's ``step`` run under no_grad (grad enabled instead for an optimizer made with
+    ``differentiable=True``, as PyTorch's ``_use_grad_for_differentiable``), with the step hooks around it."""
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
         if self._optimizer_step_pre_hooks or _GLOBAL_PRE_HOOKS:
@@ -92,8 +93,12 @@ def _wrap_step(step):
                     args, kwargs = r
         self._opt_called = True
         prev = _AG.enabled
-        _AG.enabled = False        # no_grad, inlined: this runs once per training step
-        _AG.check = False
+        if self.defaults.get("differentiable", False):
+            _AG.enabled = True     # the update is recorded: gradients flow through it
+            _AG.update()
+        else:
+            _AG.enabled = False    # no_grad, inlined: this runs once per training step
+            _AG.check = False
         try:
             out = step(self, *args, **kwargs)
         finally:
@@ -260,18 +265,22 @@ class Optimizer:
         return {"state": state, "param_groups": param_groups}
 
     @staticmethod
-    def _cast(param, value, key=None):
-        """A state value moved to ``param``'s device (and dtype, for floating params); 'step' is kept."""
+    def _cast(param, value, key=None, capturable=False):
+        """A state value moved to ``param``'s device (and dtype, for floating params); 'step' is kept, except
+        in a capturable group, where it becomes float32 on ``param``'s device (as PyTorch)."""
         if isinstance(value, Tensor):
             if key == "step":
+                if capturable:
+                    import ember
+                    return value.to(dtype=ember.float32, device=param.device)
                 return value
             if param.is_floating_point():
                 return value.to(dtype=param.dtype, device=param.device)
             return value.to(device=param.device)
         if isinstance(value, dict):
-            return {k: Optimizer._cast(param, v, key=k) for k, v in value.items()}
+            return {k: Optimizer._cast(param, v, key=k, capturable=capturable) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
-            return type(value)(Optimizer._cast(param, v) for v in value)
+            return type(value)(Optimizer._cast(param, v, capturable=capturable) for v in value)
         return value
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -288,11 +297,13 @@ class Optimizer:
                              "optimizer's group")
         id_map = dict(zip(itertools.chain.from_iterable(g["params"] for g in saved_groups),
                           itertools.chain.from_iterable(g["params"] for g in groups)))
+        capturable = {i: s.get("capturable", False) or bool(s.get("fused", False))
+                      for s in saved_groups for i in s["params"]}
         state: defaultdict = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:
                 param = id_map[k]
-                state[param] = self._cast(param, v)
+                state[param] = self._cast(param, v, capturable=capturable.get(k, False))
             else:
                 state[k] = v
         new_groups = []
@@ -330,11 +341,16 @@ class Optimizer:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
     @staticmethod
-    def _check_unsupported(fused=None, differentiable=False, capturable=False):
+    def _check_unsupported(fused=None, differentiable=False, capturable=False, name=None):
+        """RuntimeError for the flags ember does not implement. ``differentiable`` reaches here from the
+        optimizers whose update is not written for autograd yet (``name`` says which); ``capturable``
+        only from optimizers without a capturable path (none today)."""
         if fused:
             raise RuntimeError("`fused=True` is not supported by ember's optimizers")
         if differentiable:
-            raise RuntimeError("`differentiable=True` is not supported by ember's optimizers")
+            raise RuntimeError(f"`differentiable=True` is not supported by ember's {name or 'optimizers'}: its "
+                               "update runs under no_grad, so gradients do not flow through it (SGD, Adam, "
+                               "AdamW, Adagrad, RMSprop and Adadelta support it)")
         if capturable:
             raise RuntimeError("`capturable=True` is not supported by ember's optimizers")
 
@@ -344,8 +360,47 @@ def _value(x):
     return x.item() if isinstance(x, Tensor) else x
 
 
-def _step_tensor():
-    """A new 'step' counter: a 0-dim float tensor on cpu (float64 when that is the default dtype), as PyTorch."""
+def _hyper(x, capturable):
+    """A hyperparameter for a step: a Python number, or with ``capturable`` a tensor one kept as a 0-dim
+    tensor (PyTorch's ``_to_scalar``) so that the step does not read it back to the host."""
+    if capturable and isinstance(x, Tensor):
+        return x.reshape(()) if x.dim() else x
+    return _value(x)
+
+
+def _rdiv(number, t):
+    """``number / t`` rounded as PyTorch's ``Tensor.__rtruediv__``: ``t.reciprocal() * number`` (a tensor
+    ``number`` divides truly)."""
+    if isinstance(number, Tensor):
+        return number / t
+    return t.reciprocal().mul_(number)
+
+
+def _scalar_dtype():
+    """The dtype of 'step' and the other 0-dim state counters: float64 when that is the default dtype,
+    float32 otherwise (PyTorch's ``_get_scalar_dtype``)."""
     import ember
-    dt = ember.float64 if ember.get_default_dtype() is ember.float64 else ember.float32
-    return ember.zeros((), dtype=dt)
+    return ember.float64 if ember.get_default_dtype() is ember.float64 else ember.float32
+
+
+def _step_tensor(device=None):
+    """A new 'step' counter: a 0-dim float tensor (``_scalar_dtype``) on cpu, or on ``device`` (capturable
+    optimizers keep it beside the parameter), as PyTorch."""
+    import ember
+    return ember.zeros((), dtype=_scalar_dtype(), device=device)
+
+
+def _capturable_devices() -> list:
+    """The device types a capturable step may run on: every registered type but cpu and meta (PyTorch's
+    ``_get_capturable_supported_devices`` lists its accelerators: cuda, xpu, hpu, privateuseone, xla)."""
+    from .. import _registry
+    return [name for name in _registry.device_types if name not in ("cpu", "meta")]
+
+
+def _check_capturable(param, *state, what="params and state_steps"):
+    """AssertionError (PyTorch's class and message) unless ``param`` and its 0-dim ``state`` tensors share one
+    device type that supports capture; cpu does not, as in PyTorch."""
+    supported = _capturable_devices()
+    kind = param.device.type
+    if not (all(t.device.type == kind for t in state) and kind in supported):
+        raise AssertionError(f"If capturable=True, {what} must be on supported devices: {supported}.")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor
+from .optimizer import Optimizer, _value, _step_tensor, _check_capturable
 
 __all__ = ["RMSprop"]
 
@@ -22,8 +22,12 @@ class RMSprop(Optimizer):
         else:         p = p - lr * g / avg
 
     State per parameter: ``'step'``, ``'square_avg'`` (+ ``'momentum_buffer'``, ``'grad_avg'``).
-    Raises ValueError for invalid lr / eps / momentum / weight_decay / alpha and RuntimeError
-    for sparse gradients.
+    ``capturable=True`` keeps ``'step'`` on the parameter's device (the update does not use it);
+    AssertionError (as PyTorch) when a capturable step meets a parameter on cpu.
+    ``differentiable=True`` (PyTorch's meaning): the step runs with grad enabled (and adds eps out of
+    place, as PyTorch), so gradients flow through the update.
+    Raises ValueError for invalid lr / eps / momentum / weight_decay / alpha, RuntimeError for
+    sparse gradients.
     """
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
@@ -38,7 +42,6 @@ class RMSprop(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
-        self._check_unsupported(None, differentiable, capturable)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered, weight_decay=weight_decay,
                         capturable=capturable, foreach=foreach, maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
@@ -58,6 +61,8 @@ class RMSprop(Optimizer):
             lr = _value(group["lr"])
             alpha, eps, wd = group["alpha"], group["eps"], group["weight_decay"]
             momentum, centered, maximize = group["momentum"], group["centered"], group["maximize"]
+            capturable = group.get("capturable", False)
+            differentiable = group.get("differentiable", False)
             for p in group["params"]:
                 g = p._grad
                 if g is None:
@@ -66,12 +71,14 @@ class RMSprop(Optimizer):
                     raise RuntimeError("RMSprop does not support sparse gradients")
                 st = state[p]
                 if not st:
-                    st["step"] = _step_tensor()
+                    st["step"] = _step_tensor(p.device if capturable else None)
                     st["square_avg"] = ember.zeros_like(p)
                     if momentum > 0:
                         st["momentum_buffer"] = ember.zeros_like(p)
                     if centered:
                         st["grad_avg"] = ember.zeros_like(p)
+                if capturable:
+                    _check_capturable(p, st["step"])
                 if maximize:
                     g = -g
                 st["step"].add_(1)
@@ -85,7 +92,7 @@ class RMSprop(Optimizer):
                     avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
                 else:
                     avg = square_avg.sqrt()
-                avg.add_(eps)
+                avg = avg.add(eps) if differentiable else avg.add_(eps)
                 if momentum > 0:
                     buf = st["momentum_buffer"]
                     buf.mul_(momentum).addcdiv_(g, avg)

@@ -18,6 +18,8 @@ class SGD(Optimizer):
         p = p - lr * g
 
     State per parameter: ``'momentum_buffer'`` (when momentum != 0).
+    ``differentiable=True`` (PyTorch's meaning): the step runs with grad enabled, so a parameter that is
+    a non-leaf tensor (or gradients that require grad) carry the update into the autograd graph.
     Raises ValueError for a negative lr / momentum / weight_decay, and
     "Nesterov momentum requires a momentum and zero dampening"; RuntimeError for sparse gradients.
     """
@@ -30,7 +32,7 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        self._check_unsupported(fused, differentiable)
+        self._check_unsupported(fused)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
                         maximize=maximize, foreach=foreach, differentiable=differentiable, fused=fused)
         if nesterov and (momentum <= 0 or dampening != 0):
