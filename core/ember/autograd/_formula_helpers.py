@@ -132,7 +132,9 @@ def clamp_grad(grad, self, min, max):
     if max is not None:
         m = self <= max
         mask = m if mask is None else mask.logical_and(m)
-    return grad * mask.to(grad._dtype)
+    # where, not grad * mask: a nan / inf gradient from outside the clamped range must not leak through (PyTorch's
+    # clamp_backward masks the same way)
+    return _ember().where(mask, grad, _ember().zeros_like(grad))
 
 
 def clamp_bound_grad(grad, self, min, max, is_min):
@@ -146,7 +148,7 @@ def clamp_bound_grad(grad, self, min, max, is_min):
         lower = self if min is None else ember.maximum(self, min if isinstance(min, Tensor) else
                                                        ember.full_like(self, min))
         mask = lower > max
-    return grad * mask.to(grad._dtype)
+    return ember.where(mask, grad, ember.zeros_like(grad))
 
 
 def matrix_norm_grad(grad, self, ord, result, dim, keepdim):

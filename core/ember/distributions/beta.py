@@ -73,14 +73,17 @@ class Beta(ExponentialFamily):
 
     @property
     def concentration1(self):
+        """a (the exponent of x), shape ``batch_shape``."""
         return self._dirichlet.concentration[..., 0]
 
     @property
     def concentration0(self):
+        """b (the exponent of 1 - x), shape ``batch_shape``."""
         return self._dirichlet.concentration[..., 1]
 
     @property
     def concentration(self):
+        """(a, b) stacked on a last dim of size 2: the underlying Dirichlet's parameter."""
         return self._dirichlet.concentration
 
     @property

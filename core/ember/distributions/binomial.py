@@ -68,14 +68,18 @@ class Binomial(Distribution):
 
     @lazy_property
     def logits(self):
+        """The parameter in log space (log-odds / normalised log-probabilities), computed from ``probs`` on first
+        use when not given."""
         return probs_to_logits(self.probs, is_binary=True)
 
     @lazy_property
     def probs(self):
+        """The parameter as probabilities, computed from ``logits`` on first use when not given."""
         return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):
+        """The shape of the parameter this distribution was given (``probs`` or ``logits``)."""
         return self._param.size()
 
     def sample(self, sample_shape=ember.Size()):

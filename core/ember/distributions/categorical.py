@@ -54,14 +54,18 @@ class Categorical(Distribution):
 
     @lazy_property
     def logits(self):
+        """The parameter in log space (log-odds / normalised log-probabilities), computed from ``probs`` on first
+        use when not given."""
         return probs_to_logits(self.probs)
 
     @lazy_property
     def probs(self):
+        """The parameter as probabilities, computed from ``logits`` on first use when not given."""
         return logits_to_probs(self.logits)
 
     @property
     def param_shape(self):
+        """The shape of the parameter this distribution was given (``probs`` or ``logits``)."""
         return self._param.size()
 
     @property

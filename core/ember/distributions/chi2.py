@@ -21,4 +21,5 @@ class Chi2(Gamma):
 
     @property
     def df(self):
+        """The degrees of freedom, 2 * concentration, shape ``batch_shape``."""
         return self.concentration * 2

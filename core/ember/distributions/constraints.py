@@ -7,6 +7,8 @@ describe the set; the names below are the singletons and factories PyTorch expor
 """
 import ember
 
+from .utils import _inherit_docstrings
+
 __all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "independent", "integer_interval", "interval", "half_open_interval", "is_dependent",
            "less_than", "lower_cholesky", "MixtureSameFamilyConstraint", "lower_triangular", "multinomial",
@@ -20,7 +22,12 @@ class Constraint:
     is_discrete = False   # whether the set is countable (samples of a discrete distribution)
     event_dim = 0         # how many rightmost dims form one point of the set
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _inherit_docstrings(cls)
+
     def check(self, value):
+        """A bool tensor: whether each point of ``value`` lies in the set (shape of value less event_dim dims)."""
         raise NotImplementedError("need check")
 
     def __repr__(self):
@@ -354,7 +361,9 @@ class _Stack(Constraint):
 
     @property
     def event_dim(self):
-        return max(c.event_dim for c in self.cseq) + (1 if self.dim >= 0 else 0)
+        # PyTorch's rule: a negative dim that reaches into the parts' event dims makes the stack dim an event dim
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
 
     def check(self, value):
         return ember.stack([c.check(value.select(self.dim, i)) for i, c in enumerate(self.cseq)], self.dim)

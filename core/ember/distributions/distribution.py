@@ -10,7 +10,7 @@ import warnings
 import ember
 
 from . import constraints
-from .utils import lazy_property
+from .utils import _inherit_docstrings, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -20,6 +20,10 @@ class Distribution:
     has_rsample = False            # rsample() is implemented (reparameterised, differentiable samples)
     has_enumerate_support = False  # enumerate_support() is implemented (discrete, finite support)
     _validate_args = __debug__
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _inherit_docstrings(cls)
 
     @staticmethod
     def set_default_validate_args(value):
@@ -55,15 +59,18 @@ class Distribution:
         super().__init__()
 
     def expand(self, batch_shape, _instance=None):
-        """A view of this distribution with a larger ``batch_shape`` (parameters expanded, not copied)."""
+        """A new distribution of the same type with ``batch_shape`` (parameters expanded as views, not copied;
+        validation setting kept). Matches torch.distributions.Distribution.expand."""
         raise NotImplementedError
 
     @property
     def batch_shape(self):
+        """The shape over which parameters are batched (ember.Size)."""
         return self._batch_shape
 
     @property
     def event_shape(self):
+        """The shape of a single sample, without batching (ember.Size)."""
         return self._event_shape
 
     @property
@@ -78,18 +85,22 @@ class Distribution:
 
     @property
     def mean(self):
+        """The mean, shape ``batch_shape + event_shape`` (nan / inf where undefined, as in PyTorch)."""
         raise NotImplementedError
 
     @property
     def mode(self):
+        """The mode, shape ``batch_shape + event_shape`` (nan where there is none, as in PyTorch)."""
         raise NotImplementedError(f"{self.__class__} does not implement mode")
 
     @property
     def variance(self):
+        """The variance, shape ``batch_shape + event_shape`` (nan / inf where undefined, as in PyTorch)."""
         raise NotImplementedError
 
     @property
     def stddev(self):
+        """The standard deviation, sqrt(variance), shape ``batch_shape + event_shape``."""
         return self.variance.sqrt()
 
     def sample(self, sample_shape=ember.Size()):
@@ -107,21 +118,29 @@ class Distribution:
         return self.sample(ember.Size((n,)))
 
     def log_prob(self, value):
+        """Log density (or log mass) at ``value``: shape ``broadcast(value.shape[:-len(event_shape)],
+        batch_shape)``; with validation on, ValueError for a value outside the support or of the wrong shape."""
         raise NotImplementedError
 
     def cdf(self, value):
+        """P(X <= value), shape: broadcast of ``value`` and ``batch_shape``."""
         raise NotImplementedError
 
     def icdf(self, value):
+        """The inverse of ``cdf``: the quantile at probability ``value``, shape: broadcast with ``batch_shape``."""
         raise NotImplementedError
 
     def enumerate_support(self, expand=True):
+        """All values of a finite discrete support along a new leading dim: shape ``(n,) + batch_shape +
+        event_shape`` (``expand=False``: singleton batch dims instead)."""
         raise NotImplementedError
 
     def entropy(self):
+        """The (differential) entropy in nats, shape ``batch_shape``."""
         raise NotImplementedError
 
     def perplexity(self):
+        """exp(entropy()), shape ``batch_shape``."""
         return ember.exp(self.entropy())
 
     def _extended_shape(self, sample_shape=ember.Size()):

@@ -64,10 +64,13 @@ class Geometric(Distribution):
 
     @lazy_property
     def logits(self):
+        """The parameter in log space (log-odds / normalised log-probabilities), computed from ``probs`` on first
+        use when not given."""
         return probs_to_logits(self.probs, is_binary=True)
 
     @lazy_property
     def probs(self):
+        """The parameter as probabilities, computed from ``logits`` on first use when not given."""
         return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=ember.Size()):

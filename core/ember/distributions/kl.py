@@ -558,8 +558,8 @@ def _batch_param(p):
     """Any parameter tensor of p with p's batch shape (for shaping an inf answer)."""
     for name in ("loc", "rate", "concentration", "concentration1", "probs", "low", "scale"):
         value = getattr(p, name, None)
-        if isinstance(value, ember.Tensor):
-            return value.expand(p.batch_shape) if value.dim() == len(p.batch_shape) else value
+        if isinstance(value, ember.Tensor) and value.dim() <= len(p.batch_shape):   # not Beta's (..., 2) one
+            return value.expand(p.batch_shape)
     raise NotImplementedError
 
 

@@ -23,10 +23,12 @@ class LogNormal(TransformedDistribution):
 
     @property
     def loc(self):
+        """The mean of log X, shape ``batch_shape``."""
         return self.base_dist.loc
 
     @property
     def scale(self):
+        """The standard deviation of log X, shape ``batch_shape``."""
         return self.base_dist.scale
 
     @property

@@ -59,10 +59,12 @@ class MixtureSameFamily(Distribution):
 
     @property
     def mixture_distribution(self):
+        """The Categorical over the components."""
         return self._mixture_distribution
 
     @property
     def component_distribution(self):
+        """The batched components (the mixture dim is their last batch dim)."""
         return self._component_distribution
 
     @property

@@ -51,14 +51,18 @@ class Multinomial(Distribution):
 
     @property
     def logits(self):
+        """The parameter in log space (log-odds / normalised log-probabilities), computed from ``probs`` on first
+        use when not given."""
         return self._categorical.logits
 
     @property
     def probs(self):
+        """The parameter as probabilities, computed from ``logits`` on first use when not given."""
         return self._categorical.probs
 
     @property
     def param_shape(self):
+        """The shape of the parameter this distribution was given (``probs`` or ``logits``)."""
         return self._categorical.param_shape
 
     def sample(self, sample_shape=ember.Size()):

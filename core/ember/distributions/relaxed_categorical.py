@@ -41,14 +41,18 @@ class ExpRelaxedCategorical(Distribution):
 
     @property
     def param_shape(self):
+        """The shape of the parameter this distribution was given (``probs`` or ``logits``)."""
         return self._categorical.param_shape
 
     @property
     def logits(self):
+        """The parameter in log space (log-odds / normalised log-probabilities), computed from ``probs`` on first
+        use when not given."""
         return self._categorical.logits
 
     @property
     def probs(self):
+        """The parameter as probabilities, computed from ``logits`` on first use when not given."""
         return self._categorical.probs
 
     def rsample(self, sample_shape=ember.Size()):
@@ -85,12 +89,16 @@ class RelaxedOneHotCategorical(TransformedDistribution):
 
     @property
     def temperature(self):
+        """The relaxation temperature (> 0): the lower, the closer samples are to one-hot."""
         return self.base_dist.temperature
 
     @property
     def logits(self):
+        """The parameter in log space (log-odds / normalised log-probabilities), computed from ``probs`` on first
+        use when not given."""
         return self.base_dist.logits
 
     @property
     def probs(self):
+        """The parameter as probabilities, computed from ``logits`` on first use when not given."""
         return self.base_dist.probs

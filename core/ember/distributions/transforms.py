@@ -12,9 +12,10 @@ import weakref
 import ember
 
 from . import constraints
-from .utils import _sum_rightmost
+from .utils import _inherit_docstrings, _sum_rightmost
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "PositiveDefiniteTransform", "StackTransform",
            "IndependentTransform", "LowerCholeskyTransform", "PowerTransform", "ReshapeTransform",
            "SigmoidTransform", "SoftplusTransform", "TanhTransform", "SoftmaxTransform", "StickBreakingTransform",
            "Transform", "identity_transform"]
@@ -25,6 +26,10 @@ class Transform:
     bijective = False
     domain = constraints.real
     codomain = constraints.real
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _inherit_docstrings(cls)
 
     def __init__(self, cache_size=0):
         if cache_size not in (0, 1):
@@ -41,12 +46,14 @@ class Transform:
 
     @property
     def event_dim(self):
+        """How many rightmost dims form one point (ValueError when domain and codomain differ)."""
         if self.domain.event_dim == self.codomain.event_dim:
             return self.domain.event_dim
         raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
 
     @property
     def inv(self):
+        """The inverse transform (y -> x), kept as a weak reference so that ``t.inv.inv is t``."""
         inv = None
         if self._inv is not None:
             inv = self._inv()
@@ -61,6 +68,7 @@ class Transform:
         raise NotImplementedError
 
     def with_cache(self, cache_size=1):
+        """This transform with ``cache_size`` (0 or 1); itself when already so."""
         if self._cache_size == cache_size:
             return self
         if type(self).__init__ is Transform.__init__:
@@ -100,15 +108,18 @@ class Transform:
         raise NotImplementedError
 
     def log_abs_det_jacobian(self, x, y):
+        """log|det dy/dx| at (x, y = t(x)): the shape of ``x`` with ``domain.event_dim`` rightmost dims reduced."""
         raise NotImplementedError
 
     def __repr__(self):
         return self.__class__.__name__ + "()"
 
     def forward_shape(self, shape):
+        """The shape of t(x) for x of ``shape``."""
         return shape
 
     def inverse_shape(self, shape):
+        """The shape of t.inv(y) for y of ``shape``."""
         return shape
 
 
@@ -121,10 +132,12 @@ class _InverseTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The Constraint that inputs x satisfy."""
         return self._inv.codomain
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The Constraint that outputs y satisfy."""
         return self._inv.domain
 
     @property
@@ -175,6 +188,7 @@ class ComposeTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The Constraint that inputs x satisfy."""
         if not self.parts:
             return constraints.real
         domain = self.parts[0].domain
@@ -188,6 +202,7 @@ class ComposeTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The Constraint that outputs y satisfy."""
         if not self.parts:
             return constraints.real
         codomain = self.parts[-1].codomain
@@ -280,10 +295,12 @@ class IndependentTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The Constraint that inputs x satisfy."""
         return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The Constraint that outputs y satisfy."""
         return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
 
     @property
@@ -329,10 +346,12 @@ class ReshapeTransform(Transform):
 
     @constraints.dependent_property
     def domain(self):
+        """The Constraint that inputs x satisfy."""
         return constraints.independent(constraints.real, len(self.in_shape))
 
     @constraints.dependent_property
     def codomain(self):
+        """The Constraint that outputs y satisfy."""
         return constraints.independent(constraints.real, len(self.out_shape))
 
     def with_cache(self, cache_size=1):
@@ -518,12 +537,14 @@ class AffineTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The Constraint that inputs x satisfy."""
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The Constraint that outputs y satisfy."""
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
@@ -654,3 +675,10 @@ class LowerCholeskyTransform(Transform):
 
     def _inverse(self, y):
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+# the composite and matrix transforms live in their own module (this one stays readable); imported last because
+# they subclass the ones above
+from ._structured_transforms import (CatTransform, CorrCholeskyTransform, CumulativeDistributionTransform,  # noqa: E402
+                                     PositiveDefiniteTransform, StackTransform)
+

@@ -13,7 +13,7 @@ def broadcast_all(*values):
     """Broadcast tensors and Python numbers to one shape; numbers take the dtype and device of the first
     tensor (the default dtype when there is none). Raises ValueError for anything else."""
     if not all(isinstance(v, (ember.Tensor, numbers.Number)) for v in values):
-        raise ValueError("Input arguments must all be instances of numbers.Number, torch.Tensor or objects "
+        raise ValueError("Input arguments must all be instances of Number, torch.Tensor or objects "
                          "implementing __torch_function__.")
     if not all(isinstance(v, ember.Tensor) for v in values):
         like = next((v for v in values if isinstance(v, ember.Tensor)), None)
@@ -82,3 +82,65 @@ def tril_matrix_to_vec(mat, diag=0):
     arange = ember.arange(n, device=mat.device)
     tril_mask = arange < arange.view(-1, 1) + (diag + 1)
     return mat[..., tril_mask]
+
+
+def _batch_shape_of(raw_values, broadcast):
+    """The batch shape of a distribution built from ``raw_values`` (as given) broadcast to ``broadcast``:
+    ember.Size() when every raw value is a Python number (PyTorch's rule), else the broadcast shape."""
+    if all(isinstance(v, numbers.Number) for v in raw_values):
+        return ember.Size()
+    return broadcast.size()
+
+
+def _expand_params(dist, cls, batch_shape, _instance, names):
+    """``dist.expand(batch_shape)`` for a Distribution ``cls`` whose state is the tensors ``names``: each is
+    expanded (a view, not a copy) and the new instance skips validation but keeps ``dist``'s setting."""
+    new = dist._get_checked_instance(cls, _instance)
+    batch_shape = ember.Size(batch_shape)
+    for name in names:
+        setattr(new, name, getattr(dist, name).expand(batch_shape))
+    super(cls, new).__init__(batch_shape, validate_args=False)
+    new._validate_args = dist._validate_args
+    return new
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """The inverse of ``tril_matrix_to_vec``: (..., N) -> (..., n, n), the vector filling the triangle on and
+    below diagonal ``diag`` row by row, zeros elsewhere (differentiable: a gather from the vector padded with one
+    zero). When N is no such triangle's size: ValueError if it falls short of the nearest one, RuntimeError if it
+    exceeds it (the classes PyTorch's version raises)."""
+    N = vec.shape[-1]
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * N + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > ember.finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {N} which cannot be expressed as the lower triangular part "
+                         "of a square D x D matrix.")
+    n = round(n)
+    arange = ember.arange(n, device=vec.device)
+    tril_mask = (arange < arange.view(-1, 1) + (diag + 1)).reshape(-1)
+    if int(tril_mask.sum()) != N:
+        raise RuntimeError(f"shape mismatch: value tensor of shape [{N}] cannot be broadcast to indexing result of "
+                           f"shape [{int(tril_mask.sum())}]")
+    # position k of the flattened matrix reads vec[rank of k among the mask's True entries], or the padded zero
+    index = ember.where(tril_mask, tril_mask.long().cumsum(0) - 1, N)
+    padded = ember.cat([vec, ember.zeros(tuple(vec.shape[:-1]) + (1,), dtype=vec.dtype, device=vec.device)], -1)
+    return padded[..., index].reshape(tuple(vec.shape[:-1]) + (n, n))
+
+
+def _inherit_docstrings(cls):
+    """Give each public method / property of ``cls`` that has no docstring the one of the nearest base class
+    defining it (an override keeps the contract of what it overrides: ``Normal.mean`` is documented by
+    ``Distribution.mean``). Called from ``__init_subclass__`` of Distribution, Transform and Constraint."""
+    for name, value in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        target = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+        if not callable(target) or (getattr(value, "__doc__", None) or "").strip():
+            continue
+        for base in cls.__mro__[1:]:
+            doc = getattr(base.__dict__.get(name), "__doc__", None)
+            if doc and doc.strip():
+                try:
+                    value.__doc__ = doc
+                except AttributeError:   # builtins and slotted objects keep their (empty) docstring
+                    pass
+                break
