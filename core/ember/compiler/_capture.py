@@ -197,6 +197,19 @@ def record_call(fn, args, name):
     return r
 
 
+def host_scalars(fn, out):
+    """Store the Python numbers ``fn()`` returns in ``out`` (a float64 cpu tensor), as one recorded node when this
+    thread captures: a replay calls ``fn`` again. For ember's own code that computes step sizes on the host from
+    tensor state (an optimizer's bias corrections): the replay gets the same numbers, bit for bit, as eager code."""
+    def run():
+        out._host()[...] = fn()
+    if STATE.graph is not None and not STATE.depth:
+        record_call(run, (), "host scalars")
+    else:
+        run()
+    return out
+
+
 def host_read(tensor, value, what):
     """Called by ``Tensor._host`` / ``numpy`` while this thread captures (``value``: the numpy array read)."""
     st = STATE

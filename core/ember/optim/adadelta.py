@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor, _check_capturable
+from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _compiling
 
 __all__ = ["Adadelta"]
 
@@ -58,7 +58,7 @@ class Adadelta(Optimizer):
         for group in self.param_groups:
             lr = _value(group["lr"])
             rho, eps, wd, maximize = group["rho"], group["eps"], group["weight_decay"], group["maximize"]
-            capturable, differentiable = group["capturable"], group.get("differentiable", False)
+            capturable, differentiable = group["capturable"] or _compiling(), group.get("differentiable", False)
             params, grads = self._grads(group, "Adadelta")
             for p, g in zip(params, grads):
                 st = state[p]

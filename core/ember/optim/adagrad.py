@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor
+from .optimizer import Optimizer, _value, _step_tensor, _compiling, _compile_scalars
 
 __all__ = ["Adagrad"]
 
@@ -74,12 +74,17 @@ class Adagrad(Optimizer):
                     g = -g
                 step_t = st["step"]
                 step_t.add_(1)
-                step = step_t.item()
                 if wd != 0:
                     g = g.add(p, alpha=wd)
-                clr = lr / (1 + (step - 1) * lr_decay)
                 state_sum = st["sum"]
                 state_sum.addcmul_(g, g, value=1)
                 std = state_sum.sqrt() + eps if differentiable else state_sum.sqrt().add_(eps)
+                if _compiling():     # ember.compile: -clr computed on the host by a recorded call a replay repeats
+                    neg_clr = _compile_scalars(self, p, lambda step_t=step_t: (-(lr / (1 + (step_t.item() - 1)
+                                                                                       * lr_decay)),))[0]
+                    p.add_(g * neg_clr / std)        # addcdiv_'s (value * t1) / t2, op for op
+                    continue
+                step = step_t.item()
+                clr = lr / (1 + (step - 1) * lr_decay)
                 p.addcdiv_(g, std, value=-clr)
         return loss

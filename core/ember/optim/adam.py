@@ -3,9 +3,14 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _hyper, _rdiv
+from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _hyper, _rdiv, _compiling, _compile_scalars
 
 __all__ = ["Adam"]
+
+
+def _bias_terms(step, lr, beta1, beta2):
+    """(-step size, sqrt of the second bias correction) at step ``step`` (PyTorch's single-tensor formulas)."""
+    return -(lr / (1 - beta1 ** step)), (1 - beta2 ** step) ** 0.5
 
 
 class Adam(Optimizer):
@@ -69,6 +74,7 @@ class Adam(Optimizer):
         name = type(self).__name__
         for group in self.param_groups:
             capturable = group.get("capturable", False)
+            compiling = not capturable and _compiling()
             differentiable = group.get("differentiable", False)
             lr = _hyper(group["lr"], capturable or differentiable)
             beta1, beta2 = (_value(b) for b in group["betas"])
@@ -116,14 +122,22 @@ class Adam(Optimizer):
                     denom = (v.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(_rdiv(eps, step_size_neg))
                     p.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom)
                     continue
-                step = step_t.item()
-                step_size = lr / (1 - beta1 ** step)
-                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+                if compiling:
+                    # ember.compile: the step size and bias correction are computed on the host as below, by a
+                    # recorded call that a replay repeats (so they follow the step count, bit for bit as eagerly)
+                    sc = _compile_scalars(self, p, lambda step_t=step_t: _bias_terms(step_t.item(), lr, beta1, beta2))
+                    neg_step_size, bias_correction2_sqrt = sc[0], sc[1]
+                else:
+                    step = step_t.item()
+                    neg_step_size, bias_correction2_sqrt = _bias_terms(step, lr, beta1, beta2)
                 if amsgrad:
                     v = st["max_exp_avg_sq"]
                     ember.maximum(v, exp_avg_sq, out=v)
                 else:
                     v = exp_avg_sq
                 denom = v.sqrt().div_(bias_correction2_sqrt).add_(eps)
-                p.addcdiv_(exp_avg, denom, value=-step_size)
+                if compiling:
+                    p.add_(exp_avg * neg_step_size / denom)       # addcdiv_'s (value * t1) / t2, op for op
+                else:
+                    p.addcdiv_(exp_avg, denom, value=neg_step_size)
         return loss

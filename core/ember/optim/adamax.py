@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _hyper
+from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _hyper, _compiling
 
 __all__ = ["Adamax"]
 
@@ -63,7 +63,7 @@ class Adamax(Optimizer):
         loss = self._closure_loss(closure)
         state = self.state
         for group in self.param_groups:
-            capturable = group["capturable"]
+            capturable = group["capturable"] or _compiling()
             lr = _hyper(group["lr"], capturable)
             beta1, beta2 = (_value(b) for b in group["betas"])
             eps, wd, maximize = group["eps"], group["weight_decay"], group["maximize"]

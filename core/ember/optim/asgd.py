@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _rdiv
+from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _rdiv, _compiling
 
 __all__ = ["ASGD"]
 
@@ -56,7 +56,7 @@ class ASGD(Optimizer):
         state = self.state
         for group in self.param_groups:
             lr = _value(group["lr"])
-            capturable = group["capturable"]
+            capturable = group["capturable"] or _compiling()
             lambd, alpha, t0 = group["lambd"], group["alpha"], group["t0"]
             wd, maximize = group["weight_decay"], group["maximize"]
             params, grads = self._grads(group, "ASGD")

@@ -19,6 +19,7 @@ import warnings
 from collections import OrderedDict, defaultdict
 
 from .._tensor import Tensor
+from ..compiler._compiled import _COMPILING as _COMPILING_STATE
 from .._grad_state import STATE as _AG
 
 __all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
@@ -397,9 +398,36 @@ def _capturable_devices() -> list:
     return [name for name in _registry.device_types if name not in ("cpu", "meta")]
 
 
+def _compiling() -> bool:
+    """Inside ember.compile's warm-up or capture: optimizers take their capturable path (step counts and bias
+    corrections stay tensors, so a replay never bakes in a host-computed number), as PyTorch's do under
+    torch.compile."""
+    return getattr(_COMPILING_STATE, "on", False)
+
+
+def _compile_scalars(opt, param, fn):
+    """A float64 cpu tensor holding the numbers ``fn()`` returns for ``param``'s update, filled through
+    ``ember.compiler``'s recorded host call (a replay recomputes them). Kept on the optimizer, outside its
+    state (``state_dict`` is unchanged)."""
+    from ..compiler._capture import host_scalars
+    from .._factory import empty_on
+    from .. import _dtype as D
+    from .._device import device as _device
+    store = opt.__dict__.setdefault("_compiled_scalars", {})
+    out = store.get(param)
+    vals = None
+    if out is None:
+        vals = fn()
+        out = store[param] = empty_on((len(vals),), D.float64, _device("cpu"))
+    return host_scalars(fn, out)
+
+
 def _check_capturable(param, *state, what="params and state_steps"):
     """AssertionError (PyTorch's class and message) unless ``param`` and its 0-dim ``state`` tensors share one
-    device type that supports capture; cpu does not, as in PyTorch."""
+    device type that supports capture; cpu does not, as in PyTorch. Not checked while ember.compile captures
+    (PyTorch skips it under torch.compile too)."""
+    if _compiling():
+        return
     supported = _capturable_devices()
     kind = param.device.type
     if not (all(t.device.type == kind for t in state) and kind in supported):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor, _check_capturable
+from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _compiling
 
 __all__ = ["RMSprop"]
 
@@ -61,7 +61,7 @@ class RMSprop(Optimizer):
             lr = _value(group["lr"])
             alpha, eps, wd = group["alpha"], group["eps"], group["weight_decay"]
             momentum, centered, maximize = group["momentum"], group["centered"], group["maximize"]
-            capturable = group.get("capturable", False)
+            capturable = group.get("capturable", False) or _compiling()
             differentiable = group.get("differentiable", False)
             for p in group["params"]:
                 g = p._grad

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor, _check_capturable
+from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _compiling
 
 __all__ = ["Rprop"]
 
@@ -55,7 +55,7 @@ class Rprop(Optimizer):
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
-            maximize, capturable = group["maximize"], group["capturable"]
+            maximize, capturable = group["maximize"], group["capturable"] or _compiling()
             params, grads = self._grads(group, "Rprop")
             for p, g in zip(params, grads):
                 st = state[p]
