@@ -543,7 +543,7 @@ class Tensor:
             return self.clone(memory_format=memory_format)
         if self.is_contiguous():
             return self
-        return self.clone()
+        return self.clone(memory_format=_MF.contiguous_format)
 
     def transpose(self, dim0, dim1):
         """A view with dims ``dim0`` and ``dim1`` swapped."""

@@ -141,3 +141,83 @@ def test_module_to_memory_format():
         net.to(memory_format=m.channels_last)
         assert net[0].weight.stride() == (27, 1, 9, 3) and net[1].weight.stride() == (6, 1)
         assert isinstance(net[0].weight, m.nn.Parameter)
+
+
+# ---------------------------------------------------------------- preserve_format is the default
+#: inputs of several layouts: dense non-overlapping ones keep their strides, the others get dense strides
+#: in their stride order (PyTorch's empty_like / clone rule)
+LAYOUTS = {
+    "contiguous": lambda m: _x(m, 2, 3, 4, 5),
+    "transposed": lambda m: _x(m, 4, 5).t(),
+    "permuted 4-d": lambda m: _x(m, 2, 3, 4, 5).permute(3, 1, 0, 2),
+    "channels_last": lambda m: _x(m, 2, 3, 4, 5).contiguous(memory_format=m.channels_last),
+    "channels_last_3d": lambda m: _x(m, 2, 3, 2, 4, 5).contiguous(memory_format=m.channels_last_3d),
+    "sliced (not dense)": lambda m: _x(m, 2, 3, 4, 5)[:, :, ::2],
+    "sliced transposed": lambda m: _x(m, 3, 4, 5).transpose(0, 2)[::2],
+    "channels_last sliced": lambda m: _x(m, 2, 3, 4, 5).contiguous(memory_format=m.channels_last)[:, :, 1:3],
+    "expanded": lambda m: _x(m, 5).expand(3, 5),
+    "expanded transposed": lambda m: m.ones(3, 1, 4).expand(3, 2, 4).transpose(0, 2),
+    "unsqueezed transposed": lambda m: _x(m, 2, 3).t().unsqueeze(1),
+    "size-1 dims": lambda m: m.ones(4, 1, 3).transpose(0, 1),
+    "narrowed": lambda m: _x(m, 2, 3, 4, 5)[:, 1:2],
+    "0-dim": lambda m: m.tensor(2.0),
+    "empty transposed": lambda m: m.empty(0, 3).t(),
+}
+LIKE_FNS = {
+    "clone": lambda m, x: x.clone(),
+    "torch.clone": lambda m, x: m.clone(x),
+    "empty_like": lambda m, x: m.empty_like(x),
+    "zeros_like float64": lambda m, x: m.zeros_like(x, dtype=m.float64),
+    "ones_like": lambda m, x: m.ones_like(x),
+    "full_like": lambda m, x: m.full_like(x, 7.0),
+    "rand_like": lambda m, x: m.rand_like(x),
+    "randn_like": lambda m, x: m.randn_like(x),
+    "randint_like": lambda m, x: m.randint_like(x, 5),
+    "to float64": lambda m, x: x.to(m.float64),
+    ".float(channels_last) of float64": lambda m, x: x.double().float(
+        memory_format=m.channels_last if x.dim() == 4 else m.preserve_format),
+    "to copy=True": lambda m, x: x.to("cpu", copy=True),
+    "clone(contiguous_format)": lambda m, x: x.clone(memory_format=m.contiguous_format),
+    "zeros_like(contiguous_format)": lambda m, x: m.zeros_like(x, memory_format=m.contiguous_format),
+}
+
+
+@pytest.mark.parametrize("fn", sorted(LIKE_FNS))
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_default_preserve_format_strides_match_torch(layout, fn):
+    e, t = LIKE_FNS[fn](ember, LAYOUTS[layout](ember)), LIKE_FNS[fn](torch, LAYOUTS[layout](torch))
+    assert tuple(e.shape) == tuple(t.shape)
+    assert e.stride() == t.stride(), (e.stride(), t.stride())
+    if fn in ("clone", "torch.clone", "ones_like", "full_like", "clone(contiguous_format)", "to float64",
+              "to copy=True"):
+        np.testing.assert_array_equal(np.asarray(e.tolist()), t.numpy())
+
+
+def test_clone_of_transposed_is_transposed_and_contiguous_is_not():
+    """A clone keeps the layout, so ``.view(-1)`` of a transposed clone fails as in PyTorch; ``contiguous()``
+    and ``reshape`` still give row-major results."""
+    for m in (torch, ember):
+        c = _x(m, 3, 4).t().clone()
+        assert not c.is_contiguous()
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            c.view(-1)
+        assert c.contiguous().is_contiguous()
+        assert c.reshape(-1).tolist() == _x(m, 3, 4).t().reshape(-1).tolist()
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: _x(m, 3, 4).requires_grad_(),
+    lambda m: _x(m, 4, 3).t().detach().requires_grad_(),
+    lambda m: _x(m, 2, 3, 4, 5).contiguous(memory_format=m.channels_last).detach().requires_grad_(),
+], ids=["contiguous", "transposed", "channels_last"])
+def test_leaf_grad_follows_the_leaf_layout(make):
+    """AccumulateGrad's layout contract: ``.grad`` of a dense leaf has the leaf's strides, whatever the
+    incoming gradient's layout (here the transposed gradient of a permute)."""
+    out = []
+    for m in (torch, ember):
+        p = make(m)
+        dims = tuple(reversed(range(p.dim())))
+        (p.permute(*dims) * 2).contiguous().sum().backward()
+        out.append((p.grad.stride(), np.asarray(p.grad.tolist())))
+    assert out[0][0] == out[1][0]
+    np.testing.assert_array_equal(out[0][1], out[1][1])

@@ -12,7 +12,7 @@ import numbers
 from .. import _dtype as D, _registry
 from .._device import device as _device_cls
 from .._dispatch import declare
-from .._factory import empty_on, bump_version
+from .._factory import empty_on, bump_version, contiguous_strides
 from .._grad_state import STATE as _AG
 from .. import _memory_format as MF
 from .._tensor import Tensor
@@ -140,6 +140,8 @@ def empty_in_format(shape, dtype, device, memory_format, like=None):
         if like is None:
             return empty_on(shape, dtype, device)
         stride = MF.preserve_strides(like._shape, like._stride)
+        if stride == contiguous_strides(tuple(shape)):      # the common case: a plain allocation
+            return empty_on(shape, dtype, device)
     else:
         stride = MF.strides_for(shape, memory_format)
     numel = 1
@@ -150,18 +152,18 @@ def empty_in_format(shape, dtype, device, memory_format, like=None):
     return t
 
 
-def clone(input, *, memory_format=None):
-    """A copy with its own storage (matches torch.clone): contiguous when ``memory_format`` is None
-    (ember's default; PyTorch's is preserve_format), else laid out in ``memory_format`` (preserve_format:
-    the input's strides when it is non-overlapping and dense).
+def clone(input, *, memory_format=MF.preserve_format):
+    """A copy with its own storage (matches torch.clone), laid out in ``memory_format``. The default,
+    ``preserve_format``, keeps the input's strides when it is non-overlapping and dense (a transposed or
+    channels_last input gives a transposed / channels_last copy), else dense strides in the input's
+    stride order; pass ``memory_format=ember.contiguous_format`` (or call ``.contiguous()``) for a
+    row-major copy.
 
     :raises RuntimeError: channels_last(_3d) for a tensor not of rank 4 (5).
     """
     check_tensor(input, "clone")
-    if memory_format is not None:
-        out = empty_in_format(input._shape, input._dtype, input._device, memory_format, like=input)
-    else:
-        out = empty_on(input._shape, input._dtype, input._device)
+    out = empty_in_format(input._shape, input._dtype, input._device,
+                          MF.preserve_format if memory_format is None else memory_format, like=input)
     if input._quantizer is not None:      # a quantized tensor's copy keeps its quantizer
         out._quantizer = input._quantizer
     if _AG.check and input._requires_grad:
@@ -205,7 +207,7 @@ def to(self, *args, **kwargs):
 
     Accepts ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)``, and the
     keywords device, dtype, non_blocking, copy, memory_format (a copy laid out in that format when the
-    tensor is not already; matches torch.Tensor.to).
+    tensor is not already; by default preserve_format, as clone; matches torch.Tensor.to).
     """
     fmt = kwargs.get("memory_format")
     dev, dtype, copy, non_blocking = _parse_to(args, dict(kwargs))
@@ -214,8 +216,7 @@ def to(self, *args, **kwargs):
     if dev is self._device and dtype is self._dtype and not copy and (
             fmt is None or fmt is MF.preserve_format or self.is_contiguous(memory_format=fmt)):
         return self
-    out = empty_in_format(self._shape, dtype, dev, fmt, like=self) if fmt is not None else \
-        empty_on(self._shape, dtype, dev)
+    out = empty_in_format(self._shape, dtype, dev, MF.preserve_format if fmt is None else fmt, like=self)
     if self._quantizer is not None and dtype is self._dtype:
         out._quantizer = self._quantizer
     copy_(out, self, non_blocking)
@@ -239,9 +240,9 @@ def _bind():
                      ("long", D.int64), ("int", D.int32), ("short", D.int16), ("char", D.int8), ("byte", D.uint8),
                      ("bool", D.bool), ("cfloat", D.complex64), ("cdouble", D.complex128)):
         def conv(self, memory_format=None, _dt=dt):
-            return to(self, _dt)
+            return to(self, _dt) if memory_format is None else to(self, _dt, memory_format=memory_format)
         conv.__name__ = name
-        conv.__doc__ = f"``self.to(ember.{dt.name})``."
+        conv.__doc__ = f"``self.to(ember.{dt.name}, memory_format=memory_format)``."
         setattr(T, name, conv)
 
     def type_(self, dtype=None, non_blocking=False):

@@ -206,11 +206,12 @@ def ones(*sizes, size=None, dtype=None, layout=None, device=None, requires_grad=
 
 
 def _new_like(input, shape, dtype, dev, memory_format):
-    """The uninitialised result of a ``*_like`` factory: contiguous when ``memory_format`` is None (ember's
-    default; PyTorch's is preserve_format), else laid out in it."""
-    if memory_format is None:
-        return empty_on(shape, dtype, dev)
-    return empty_in_format(shape, dtype, dev, memory_format, like=input)
+    """The uninitialised result of a ``*_like`` factory laid out in ``memory_format``; None (the default)
+    is PyTorch's default, ``preserve_format``: input's strides when it is non-overlapping and dense, else
+    dense strides in input's stride order."""
+    from .. import _memory_format as MF
+    return empty_in_format(shape, dtype, dev, MF.preserve_format if memory_format is None else memory_format,
+                           like=input)
 
 
 def _like(input, dtype, device):
@@ -219,7 +220,8 @@ def _like(input, dtype, device):
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     """An uninitialised tensor with ``input``'s shape (dtype / device from input unless given; laid out in
-    ``memory_format`` when given, preserve_format keeping input's layout)."""
+    ``memory_format``, by default preserve_format: input's strides when it is non-overlapping and dense;
+    matches torch.empty_like)."""
     shape, dtype, dev = _like(input, dtype, device)
     return _finish(_new_like(input, shape, dtype, dev, memory_format), requires_grad)
 

@@ -22,7 +22,7 @@ from .._dispatch import declare
 from .._factory import empty_on
 from .._random_state import resolve
 from .._tensor import Tensor
-from ._creation import _factory_args, _finish, size_varargs
+from ._creation import _factory_args, _finish, _new_like, size_varargs
 from ._meta import broadcast_shapes, check_tensor, same_device
 from . import _random_composites as _RC   # composites over the uniform primitive
 
@@ -369,17 +369,19 @@ def randint(*args, generator=None, out=None, dtype=None, layout=None, device=Non
 
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
               generator=None):
-    """``rand`` with ``input``'s shape, and its dtype / device unless given (matches torch.rand_like)."""
+    """``rand`` with ``input``'s shape, and its dtype / device unless given, laid out as empty_like lays it out
+    (``memory_format``, default preserve_format; matches torch.rand_like)."""
     check_tensor(input, "rand_like")
-    t = _like(input, dtype, device)
+    t = _like(input, dtype, device, memory_format)
     return _finish(uniform_(t, 0.0, 1.0, generator=generator), requires_grad)
 
 
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None,
                generator=None):
-    """``randn`` with ``input``'s shape, and its dtype / device unless given (matches torch.randn_like)."""
+    """``randn`` with ``input``'s shape, and its dtype / device unless given, laid out as empty_like lays it out
+    (``memory_format``, default preserve_format; matches torch.randn_like)."""
     check_tensor(input, "randn_like")
-    t = _like(input, dtype, device)
+    t = _like(input, dtype, device, memory_format)
     return _finish(normal_(t, 0.0, 1.0, generator=generator), requires_grad)
 
 
@@ -390,13 +392,15 @@ def randint_like(input, *args, dtype=None, layout=None, device=None, requires_gr
     check_tensor(input, "randint_like")
     low, high, _ = _randint_args(args, kwargs, "randint_like", need_size=False)
     _no_extra("randint_like", kwargs)
-    t = _like(input, dtype, device)
+    t = _like(input, dtype, device, memory_format)
     return _finish(random_(t, low, high, generator=generator), requires_grad)
 
 
-def _like(input, dtype, device):
+def _like(input, dtype, device, memory_format):
+    """The uninitialised tensor a ``*_like`` sampler fills: input's shape, dtype / device unless given, laid
+    out as empty_like lays it out (``memory_format`` None is preserve_format, PyTorch's default)."""
     dev = input._device if device is None else _registry.canonical_device(device)
-    return empty_on(input._shape, dtype or input._dtype, dev)
+    return _new_like(input, input._shape, dtype or input._dtype, dev, memory_format)
 
 
 # ---------------------------------------------------------------- randperm

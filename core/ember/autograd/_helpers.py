@@ -232,7 +232,8 @@ def _prod_grad_1d(grad, x, d):
 
 
 def cumprod_grad(grad, self, dim):
-    """Gradient of cumprod along ``dim``, exact with zeros (sum over j >= k of grad_j * prod_{i<=j, i!=k} x_i)."""
+    """Gradient of cumprod along ``dim``, exact with zeros (sum over j >= k of grad_j * conj(prod_{i<=j, i!=k} x_i);
+    the conj is PyTorch's convention for complex values, the identity for real ones)."""
     import ember
     nd = self.dim()
     if nd == 0:
@@ -244,7 +245,7 @@ def cumprod_grad(grad, self, dim):
         # x with x_k replaced by 1; cumprod of it from k on gives prod_{i<=j, i!=k} x_i for j >= k
         pieces = [self.narrow(d, 0, k), ember.ones_like(self.narrow(d, k, 1)), self.narrow(d, k + 1, n - k - 1)]
         xk = ember.cat([p for p in pieces], d)
-        cp = xk.cumprod(d).narrow(d, k, n - k)
+        cp = xk.cumprod(d).narrow(d, k, n - k).conj()
         parts.append((grad.narrow(d, k, n - k) * cp).sum(d, keepdim=True))
     return ember.cat(parts, d)
 

@@ -4,9 +4,10 @@ The formulas are PyTorch's (derivatives.yaml and FunctionsManual.cpp: ``linalg_d
 ``slogdet_backward``, ``cholesky_backward``, ``linalg_qr_backward``, ``linalg_eig_backward``,
 ``svd_backward``, ``linalg_lu_backward``, ``linalg_solve_triangular_backward``, the block-matrix
 rule of ``differential_analytic_matrix_function`` for matrix_exp), rewritten with ember ops so
-every device gets them and they can be differentiated again. Real dtypes are the tested case;
-complex forward values work, complex gradients are another task (the formulas use ``mH``,
-but the gauge terms of complex eigh / svd are not added).
+every device gets them and they can be differentiated again. The formulas write the conjugate
+(``_c`` / ``_h``) where FunctionsManual does, so det, slogdet, inv, solve, solve_triangular, cholesky,
+matrix_exp, lu_factor and lu_solve are in ``derivatives.COMPLEX_SAFE`` (checked against torch in
+tests/complex); qr, eig / eigh and svd (their gauge terms) still refuse complex gradients.
 
 Known limits: ``det`` of a singular matrix has an inf / NaN gradient (PyTorch switches to an
 SVD-based formula there); ``lu_factor`` is differentiable for square matrices only.
@@ -69,9 +70,17 @@ def det_grad(grad, A, result):
     return _mat(grad * _c(result)) * _h(_inv(A))
 
 
-def slogdet_grad(grads, A):
-    """d log|det A| = re tr(A^-1 dA)  ->  gA = g A^-H (the sign is piecewise constant for real A)."""
-    return _mat(grads[1]).to(A._dtype) * _h(_inv(A))
+def slogdet_grad(grads, grads_defined, A, sign):
+    """log det A = log|det A| + i angle(sign) is holomorphic with derivative A^-T, so gA = g_L A^-H where g_L,
+    the gradient of that complex log, is g_logabsdet + i im(g_sign conj(sign)) (PyTorch's slogdet_backward).
+    The sign of a real A is piecewise constant: its gradient alone gives none (None, as PyTorch)."""
+    cplx = A._dtype.is_complex
+    if not grads_defined[1] and not (cplx and grads_defined[0]):
+        return None
+    g = grads[1].to(A._dtype)
+    if cplx and grads_defined[0]:
+        g = g + 1j * (grads[0] * _c(sign)).imag
+    return _mat(g) * _h(_inv(A))
 
 
 def inv_grad(grad, result):
@@ -272,7 +281,7 @@ HELPERS = {f.__name__: f for f in (det_grad, slogdet_grad, inv_grad, solve_grads
 #: op name -> (formulas, non-differentiable output indices)
 LINALG_DERIVATIVES = {
     "linalg_det": ({"A": "det_grad(grad, A, result)"}, ()),
-    "linalg_slogdet": ({"A": "slogdet_grad(grads, A)"}, (0,)),
+    "linalg_slogdet": ({"A": "slogdet_grad(grads, grads_defined, A, sign)"}, ()),
     "linalg_inv_ex": ({"A": "inv_grad(grad, result)"}, (1,)),
     "linalg_solve_ex": ({"A": "solve_grads(grad, A, result, 'A')", "B": "solve_grads(grad, A, result, 'B')"}, (1,)),
     "linalg_cholesky_ex": ({"A": "cholesky_grad(grad, result, upper)"}, (1,)),

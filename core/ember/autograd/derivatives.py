@@ -259,6 +259,9 @@ COMPLEX_SAFE = frozenset({
     "mul", "true_divide", "exp", "log", "sqrt", "square", "sin", "cos", "sinh", "cosh", "tanh", "sigmoid",
     "reciprocal", "pow", "mm", "bmm", "mv", "dot", "vdot", "matmul", "sgn", "prod", "linear", "einsum",
     "exp2", "log2", "log10", "log1p", "expm1", "rsqrt", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh",
+    # second pass: ember.linalg's formulas (``_linalg_formulas``) write A^-H / conj(det) as FunctionsManual does
+    "linalg_det", "linalg_slogdet", "linalg_inv_ex", "linalg_solve_ex", "linalg_solve_triangular", "linalg_cholesky_ex",
+    "linalg_matrix_exp", "linalg_lu_factor_ex", "linalg_lu_solve", "cumprod",
 })
 
 

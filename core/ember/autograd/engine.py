@@ -235,6 +235,19 @@ def _stealable(g, t):
             and g._offset == 0 and g._stride == t._stride and g._device == t._device)
 
 
+def _clone_obey_contract(g, t):
+    """The copy of gradient ``g`` that becomes ``t.grad``: laid out as ``t`` when ``t`` is non-overlapping and
+    dense, else row-major (PyTorch's AccumulateGrad layout contract; a plain ``clone`` would keep ``g``'s own
+    layout, e.g. the transposed gradient of mm's weight)."""
+    from .. import _memory_format as MF
+    from .._ops._creation import empty_like
+    if g._layout.name != "strided" or t._layout.name != "strided":
+        return g.clone()
+    if MF.preserve_strides(t._shape, t._stride) != t._stride:
+        return g.clone(memory_format=MF.contiguous_format)
+    return empty_like(t, dtype=g._dtype, device=g._device).copy_(g)
+
+
 def _accumulate(pending, create_graph):
     for t, g, _ in pending:
         if g._shape != t._shape:
@@ -252,7 +265,7 @@ def _accumulate(pending, create_graph):
             elif is_leaf and _stealable(g, t):
                 t._grad = g                 # the engine's own fresh buffer: no copy (PyTorch's "steal")
             else:
-                t._grad = g.detach().clone()
+                t._grad = _clone_obey_contract(g.detach(), t)
         elif create_graph or STATE.enabled and old._requires_grad or old._layout.name != "strided" \
                 or g._layout.name != "strided":
             t._grad = old + g               # (a sparse gradient: out of place, sparse + sparse or dense + sparse)

@@ -95,6 +95,7 @@ def _analytical(outputs, inputs, diff_idx):
     """Jacobians from the engine: {(output, input): array (numel_in, numel_out)}."""
     from . import grad as autograd_grad
     from .._ops._creation import zeros_like
+    from .._memory_format import contiguous_format
     jac = {}
     for o, out in enumerate(outputs):
         if not out._requires_grad:
@@ -104,7 +105,7 @@ def _analytical(outputs, inputs, diff_idx):
             continue
         rows = {i: [] for i in diff_idx}
         for j in range(out.numel()):
-            g = zeros_like(out)
+            g = zeros_like(out, memory_format=contiguous_format)      # row-major: element j of view(-1)
             g.view(-1)[j] = 1.0
             grads = autograd_grad(out, [inputs[i] for i in diff_idx], g, retain_graph=True, allow_unused=True)
             for i, gi in zip(diff_idx, grads):

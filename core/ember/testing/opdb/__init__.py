@@ -1,7 +1,8 @@
 """The op database: ``op_db()`` lists every ``OpInfo`` (core categories + plugin contributions).
 
 Core entries live in one module per category (``elementwise``, ``compare``, ``copy``,
-``creation``, ``random``, ``reduction``, ``linalg``, ``linalg_decomp``, ``shape``, ``indexing``, ``nn``, ``fft``, ``special``, ``complex``), each
+``creation``, ``random``, ``reduction``, ``linalg``, ``linalg_decomp``, ``shape``, ``indexing``, ``nn``, ``fft``, ``special``, ``complex``,
+``more``, ``nn_functional``), each
 with a module-level list ``op_db``. Plugins contribute entries for their own ops through
 the ``ember_opinfos()`` hook (or the older ``ember_opinfo_entries(device_type)``).
 ``missing_ops()`` names the declared ops that have no entry (the coverage check).
@@ -16,7 +17,7 @@ __all__ = ["CATEGORIES", "op_db", "core_op_db", "plugin_op_db", "opinfo", "opinf
 #: the category modules, in the order their entries are listed
 CATEGORIES = ("elementwise", "compare", "copy", "creation", "random",
               "reduction", "linalg", "linalg_decomp", "shape", "indexing", "nn", "special", "quantized", "fft",
-              "complex", "more")
+              "complex", "more", "nn_functional")
 
 #: ops declared for the dispatcher's own use that a user never calls directly and that are
 #: covered by another op's entries (name -> the entry that covers it)
