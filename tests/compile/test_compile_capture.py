@@ -261,3 +261,21 @@ def test_optimizers_on_their_capturable_formulas_stay_close(opt):
     for p, q in zip(m1.parameters(), m2.parameters()):
         assert float((p - q).abs().max()) < 1e-5
     assert sum(r["replays"] for r in compiled._compiled.info()) == 3
+
+
+@pytest.mark.parametrize("opt", ["Adam", "AdamW", "Adagrad"])
+def test_an_lr_scheduler_does_not_recapture_adam(opt):
+    """Adam, AdamW and Adagrad read the learning rate live on each replay (their host-scalar call), so a
+    scheduler's change is followed without a new capture - and bit for bit as eagerly."""
+    m1, o1, eager = _mlp_step(opt=opt)
+    m2, o2, step = _mlp_step(opt=opt)
+    s1 = ember.optim.lr_scheduler.CosineAnnealingLR(o1, T_max=5)
+    s2 = ember.optim.lr_scheduler.CosineAnnealingLR(o2, T_max=5)
+    compiled = ember.compile(step)
+    for epoch in range(5):
+        for x, y in _data(3, seed=epoch):
+            assert ember.equal(eager(x, y), compiled(x, y))
+        s1.step(), s2.step()
+        _same_state(m1, m2)
+    info = compiled._compiled.info()
+    assert len(info) == 2 and sum(r["replays"] for r in info) == 12, info    # calls 1-2 warm up, 3 captures

@@ -193,7 +193,9 @@ class CompiledFunction:
         for o in opts:
             k.append((id(o.state), len(o.state)))
             for g in o.param_groups:
-                k.append(tuple((n, v) for n, v in g.items() if n != "params" and isinstance(v, _HYPER)))
+                live = type(o)._compile_live
+                k.append(tuple((n, v) for n, v in g.items() if n != "params" and n not in live
+                               and isinstance(v, _HYPER)))
         return tuple(k)
 
     # ------------------------------------------------------------ calls

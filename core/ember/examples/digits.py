@@ -98,13 +98,15 @@ def _shifted(xb, padded, generator):
 
 def train(model: nn.Module, data, *, epochs: int, batch_size: int, lr: float, seed: int,
           augment: bool = False, progress: bool = True, device="cpu", distributed: bool = False,
-          verify_sync: bool = False):
+          verify_sync: bool = False, compile: bool = False):
     """Train ``model`` in place; returns ``(history, optimizer, seconds)``.
 
     ``distributed``: ``model`` is a DistributedDataParallel; each rank reads its share of every
     global batch of ``batch_size`` (a DistributedSampler, reshuffled per epoch), and the losses
     reported are averaged over ranks. ``verify_sync``: after every step, check that the parameters
-    are bit-identical on every rank (RuntimeError naming the step otherwise).
+    are bit-identical on every rank (RuntimeError naming the step otherwise). ``compile``: the training
+    step (forward, loss, backward, Adam) runs through ``ember.compile`` (captured once per batch shape,
+    then replayed; bit for bit the eager step's results).
 
     ``history`` has one dict per epoch: ``epoch``, ``train_loss`` (mean over the epoch's
     batches), ``test_loss``, ``test_accuracy``."""
@@ -125,6 +127,14 @@ def train(model: nn.Module, data, *, epochs: int, batch_size: int, lr: float, se
     opt = ember.optim.Adam(model.parameters(), lr=lr)
     sched = ember.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
     history = []
+
+    def train_step(xb, yb):
+        loss = F.cross_entropy(model(xb), yb)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    step = ember.compile(train_step) if compile else train_step
     bar = _progress(range(1, epochs + 1), progress)
     start = time.perf_counter()
     for epoch in bar:
@@ -135,10 +145,7 @@ def train(model: nn.Module, data, *, epochs: int, batch_size: int, lr: float, se
         for xb, yb in loader:
             if augment:
                 xb = _shifted(xb, F.pad(xb, (1, 1, 1, 1)), aug_gen)
-            loss = F.cross_entropy(model(xb), yb)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            loss = step(xb, yb)
             if verify_sync:
                 _verify_in_sync(model, epoch, batches)
             total += loss.item()
@@ -151,6 +158,7 @@ def train(model: nn.Module, data, *, epochs: int, batch_size: int, lr: float, se
                         "test_accuracy": test_acc})
         if hasattr(bar, "set_postfix"):
             bar.set_postfix(loss=f"{total / batches:.4f}", test_acc=f"{test_acc:.4f}")
+    train.compiled = step._compiled.info() if compile else None      # (what ember.compile did, for main)
     return history, opt, time.perf_counter() - start
 
 
@@ -239,6 +247,8 @@ def parse_args(argv=None):
     p.add_argument("--no-augment", dest="augment", action="store_false",
                    help="train the CNN without random one-pixel shifts")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.add_argument("--compile", action="store_true",
+                   help="run the training step through ember.compile (capture once, then replay)")
     p.add_argument("--distributed", action="store_true",
                    help="data-parallel training on every rank of an MPI job: mpiexec -n 2 python -m "
                         "ember.examples.digits --distributed (the global batch stays --batch-size)")
@@ -306,13 +316,21 @@ def main(argv=None) -> dict:
     history, opt, seconds = train(trained, data, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                                   seed=args.seed, augment=args.augment and args.model == "cnn",
                                   progress=args.progress and rank == 0, device=device,
-                                  distributed=args.distributed, verify_sync=args.verify_sync and args.distributed)
+                                  distributed=args.distributed, verify_sync=args.verify_sync and args.distributed,
+                                  compile=args.compile)
     acc = history[-1]["test_accuracy"]
     if rank == 0:
         print(f"test accuracy: {100 * acc:.2f} % after {args.epochs} epochs ({seconds:.1f} s training)")
+    if args.compile and rank == 0:
+        info = train.compiled
+        calls, replays = sum(r["calls"] for r in info), sum(r["replays"] for r in info)
+        eager = sorted({r["eager_reason"] for r in info if r["eager_reason"]})
+        print(f"compile: {replays} of {calls} training steps replayed ({len(info)} batch shapes captured"
+              + (f"; eager: {'; '.join(eager)}" if eager else "") + ")")
     if args.verify_sync and args.distributed:
         print(f"rank {rank}: parameters bit-identical to rank 0's after every one of {_verify_in_sync.steps} steps")
     result = {"test_accuracy": acc, "history": history, "seconds": seconds, "model": model,
+              "compiled": train.compiled if args.compile else None,
               "rank": rank, "world_size": world, "sync_checks": _verify_in_sync.steps}
     if args.checkpoint and rank == 0:
         _check_checkpoint(args.checkpoint, model, opt, args, data[2])

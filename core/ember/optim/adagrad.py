@@ -27,6 +27,9 @@ class Adagrad(Optimizer):
     RuntimeError for sparse gradients.
     """
 
+    #: hyperparameters a replay of ember.compile reads live (they are not guards: an lr scheduler does not recapture)
+    _compile_live = frozenset({"lr"})
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         if not 0.0 <= _value(lr):
@@ -80,8 +83,8 @@ class Adagrad(Optimizer):
                 state_sum.addcmul_(g, g, value=1)
                 std = state_sum.sqrt() + eps if differentiable else state_sum.sqrt().add_(eps)
                 if _compiling():     # ember.compile: -clr computed on the host by a recorded call a replay repeats
-                    neg_clr = _compile_scalars(self, p, lambda step_t=step_t: (-(lr / (1 + (step_t.item() - 1)
-                                                                                       * lr_decay)),))[0]
+                    neg_clr = _compile_scalars(self, p, lambda step_t=step_t, group=group: (
+                        -(_value(group["lr"]) / (1 + (step_t.item() - 1) * lr_decay)),))[0]
                     p.add_(g * neg_clr / std)        # addcdiv_'s (value * t1) / t2, op for op
                     continue
                 step = step_t.item()

@@ -41,6 +41,9 @@ class Adam(Optimizer):
     when a capturable step meets a parameter on cpu (as PyTorch).
     """
 
+    #: hyperparameters a replay of ember.compile reads live (they are not guards: an lr scheduler does not recapture)
+    _compile_live = frozenset({"lr"})
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
@@ -100,9 +103,16 @@ class Adam(Optimizer):
                 if maximize:
                     g = -g
                 step_t.add_(1)
+                if compiling:
+                    # ember.compile: the step size, bias correction and decay factor are computed on the host, from
+                    # the live learning rate, by a recorded call that each replay repeats (so they follow the step
+                    # count and an lr scheduler, bit for bit as eagerly)
+                    sc = _compile_scalars(self, p, lambda step_t=step_t, group=group: _bias_terms(
+                        step_t.item(), _value(group["lr"]), beta1, beta2) + (1 - _value(group["lr"]) * wd,))
+                    neg_step_size, bias_correction2_sqrt, decay = sc[0], sc[1], sc[2]
                 if wd != 0:
                     if decoupled:
-                        p.mul_(1 - lr * wd)
+                        p.mul_(decay if compiling else 1 - lr * wd)
                     else:
                         g = g.add(p, alpha=wd)
                 exp_avg.lerp_(g, 1 - beta1)
@@ -122,12 +132,7 @@ class Adam(Optimizer):
                     denom = (v.sqrt() / (bias_correction2_sqrt * step_size_neg)).add_(_rdiv(eps, step_size_neg))
                     p.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom)
                     continue
-                if compiling:
-                    # ember.compile: the step size and bias correction are computed on the host as below, by a
-                    # recorded call that a replay repeats (so they follow the step count, bit for bit as eagerly)
-                    sc = _compile_scalars(self, p, lambda step_t=step_t: _bias_terms(step_t.item(), lr, beta1, beta2))
-                    neg_step_size, bias_correction2_sqrt = sc[0], sc[1]
-                else:
+                if not compiling:
                     step = step_t.item()
                     neg_step_size, bias_correction2_sqrt = _bias_terms(step, lr, beta1, beta2)
                 if amsgrad:

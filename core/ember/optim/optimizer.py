@@ -123,6 +123,9 @@ class Optimizer:
     when it is empty, when a parameter is a non-leaf tensor or appears in two groups.
     """
 
+    #: hyperparameters an ember.compile replay reads from ``param_groups`` itself (the others are guards)
+    _compile_live = frozenset()
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
