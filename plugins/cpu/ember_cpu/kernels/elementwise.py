@@ -306,6 +306,12 @@ def make_binary(f, name, with_alpha):
                 if self.__class__ is not _T and not isinstance(self, _T):
                     return _slow_binary(f, name, self, other, out, 1)
                 a = np_view(self)
+            if other.__class__ is _T and other._shape == () and self._shape != () and a.dtype is o.dtype \
+                    and a.dtype.kind == "f" and a.dtype not in LOWP and other._dtype.is_floating_point:
+                # a 0-dim float tensor (an optimizer's step size under ember.compile) with a dimensioned float one:
+                # computed in the dimensioned tensor's dtype, like a Python number (PyTorch's promotion)
+                b = other._native
+                other = float((b if b is not None else np_view(other))[()])
             if other.__class__ is _T or (other.__class__ is not float and isinstance(other, _T)):  # + nn.Parameter
                 b = other._native
                 if b is None:
