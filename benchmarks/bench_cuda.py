@@ -7,6 +7,7 @@
 - launch overhead: one small ``a + b`` (1000 elements), microseconds per call, against cupy and torch
 - digits MLP and CNN training step (batch 64, Adam): ember against torch.cuda
 - 8 x Linear(1024, 1024) + ReLU, batch 4096, one training step (SGD): ember against torch.cuda
+- the same steps through ``ember.compile`` (captured once, replayed without ember's per-op Python work)
 - the caching allocator: cudaMalloc calls (``num_device_alloc``) during the timed steps after step 1
 - host -> device copies from pageable and pinned memory (GB/s), and how much of a pinned
   ``non_blocking`` copy on a side stream overlaps a matmul chain on the current stream
@@ -191,6 +192,8 @@ def bench_training(dev, torch, repeat, profile=False):
         new_allocs = ember.cuda.memory_stats()["num_device_alloc"] - before
         if profile:
             _profile(kind, step)
+        cstep = ember.compile(step)               # the same step, captured once and replayed
+        t_c = med(cstep, ember.cuda.synchronize, repeat)
         t_t = None
         if torch is not None:
             tm = _torch_model(torch, key).cuda()
@@ -201,6 +204,8 @@ def bench_training(dev, torch, repeat, profile=False):
         rows.append((f"train step {kind} b{batch}", f"{t_e * 1e3:.2f} ms", "n/a",
                      f"{t_t * 1e3:.2f} ms" if t_t else "n/a", f"{t_t / t_e:.2f}" if t_t else "n/a"))
         rows.append((f"  cudaMalloc calls after step 1 ({repeat + 1} steps)", str(new_allocs), "", "", ""))
+        rows.append((f"  compiled (ember.compile)", f"{t_c * 1e3:.2f} ms", "n/a",
+                     f"{t_t * 1e3:.2f} ms" if t_t else "n/a", f"{t_t / t_c:.2f}" if t_t else "n/a"))
     return rows
 
 
