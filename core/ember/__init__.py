@@ -124,6 +124,7 @@ from .amp.autocast_mode import (autocast, is_autocast_enabled, set_autocast_enab
 from . import accelerator, backends, random, hub, onnx  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401  (ember.compiler: reset, is_compiling, config)
 from .compiler import compile  # noqa: E402,F401  (ember.compile: capture and replay at the dispatcher)
+from ._tensor_extras import isreal, lu, lu_solve, orgqr  # noqa: E402,F401  (and Tensor.new, dim_order, ...)
 from . import fft  # noqa: E402,F401  (ember.fft: torch.fft's transforms over ember._ops._fft's primitives)
 from . import signal  # noqa: E402,F401  (ember.signal.windows)
 from . import distributions  # noqa: E402,F401  (ember.distributions: torch.distributions over ember's ops)

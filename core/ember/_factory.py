@@ -10,6 +10,7 @@ import warnings
 from . import _registry
 from ._allocator import UntypedStorage
 from ._dtype import can_cast, torch_name
+from ._grad_state import STATE as _GS
 
 _new = object.__new__
 _contig: dict = {}      # shape -> (numel, contiguous strides)
@@ -99,6 +100,8 @@ def empty_on(shape, dtype, device):
     t._offset = 0
     t._dtype = dtype
     t._device = device
+    if _GS.inference:                 # created in inference_mode: Tensor.is_inference()
+        t._inference = True
     return t
 
 
