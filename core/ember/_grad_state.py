@@ -30,6 +30,7 @@ class _State(threading.local):
         # runs once in each thread, on its first access: that thread's own values
         self.enabled = True        # grad mode (no_grad / enable_grad / set_grad_enabled)
         self.inference = False     # inference_mode
+        self.grad_layout = True    # enforce_grad_layout_policy: .grad follows the parameter's layout
         self.below = 0             # depth of "below autograd" blocks (composites, recorded kernels)
         self.check = EVER          # enabled and not below and EVER: entry points test this one flag
         _register(self.__dict__)

@@ -14,7 +14,8 @@ import warnings
 from . import _registry
 from ._random_state import manual_seed, seed, initial_seed, get_rng_state, set_rng_state, default_generator
 
-__all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "fork_rng", "default_generator"]
+__all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "fork_rng", "default_generator",
+           "thread_safe_generator"]
 
 _fork_rng_warned_already = False
 
@@ -68,3 +69,14 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
         set_rng_state(cpu_state)
         for g, st in states:
             g.set_state(st)
+
+
+def thread_safe_generator():
+    """The generator a transform should draw from in a DataLoader worker (matches
+    torch.random.thread_safe_generator): a thread worker's own generator; None in the main process and in
+    process workers, whose default generator is already their own (ember's DataLoader workers are
+    processes, so this is None everywhere today - random functions given ``generator=None`` use the
+    default generator)."""
+    from .utils.data import get_worker_info
+    info = get_worker_info()
+    return getattr(info, "generator", None) if info is not None else None

@@ -80,3 +80,27 @@ def test_method_forms_of_functional_ops():
     assert t.const_data_ptr() == t.data_ptr()
     with pytest.raises(RuntimeError, match="xpu"):
         t.xpu()
+
+
+def test_enforce_grad_layout_policy_as_torch():
+    """With the policy relaxed a stealable gradient keeps its own strides; enforced, .grad follows the
+    parameter's layout; per thread; usable as a context manager and a decorator."""
+    for lib in (torch, ember):
+        p = lib.empty(2, 3, 4).permute(2, 0, 1).requires_grad_()
+        (p * 2).sum().backward()
+        enforced = p.grad.stride()
+        p.grad = None
+        with lib.autograd.enforce_grad_layout_policy(False):
+            (p * 2).sum().backward()
+        relaxed = p.grad.stride()
+
+        @lib.autograd.enforce_grad_layout_policy(False)
+        def again():
+            p.grad = None
+            (p * 2).sum().backward()
+            return p.grad.stride()
+        assert (enforced, relaxed, again()) == ((1, 12, 4), (6, 3, 1), (6, 3, 1)), lib.__name__
+        p.grad = None
+        (p * 2).sum().backward()
+        assert p.grad.stride() == (1, 12, 4)
+    assert ember.random.thread_safe_generator() is None and torch.random.thread_safe_generator() is None

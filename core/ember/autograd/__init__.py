@@ -10,6 +10,7 @@ from .._grad_state import STATE
 from .._tensor import Tensor
 from . import graph, grad_mode, function, engine, derivatives
 from .grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, \
+    enforce_grad_layout_policy, \
     is_inference_mode_enabled
 from .function import Function, FunctionCtx, once_differentiable
 from .anomaly_mode import detect_anomaly, set_detect_anomaly, is_anomaly_enabled
@@ -20,6 +21,7 @@ from ._compat import (Variable, variable, SavedTensor, is_tensor_like, has_torch
                       kineto_available)
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
+           "enforce_grad_layout_policy",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly",
            "set_detect_anomaly", "is_anomaly_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "functional",
            "forward_ad", "graph"]

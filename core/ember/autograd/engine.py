@@ -232,7 +232,7 @@ def _stealable(g, t):
     its storage (g alone), it requires no grad and it has ``t``'s strides, offset 0 (so a later
     in-place accumulation writes a dense, non-overlapping buffer nobody else sees)."""
     return (sys.getrefcount(g) <= 4 and sys.getrefcount(g._storage) == 2 and not g._requires_grad
-            and g._offset == 0 and g._stride == t._stride and g._device == t._device)
+            and g._offset == 0 and (g._stride == t._stride or not STATE.grad_layout) and g._device == t._device)
 
 
 def _clone_obey_contract(g, t):

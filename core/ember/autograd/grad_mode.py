@@ -13,7 +13,7 @@ import inspect
 from .._grad_state import STATE
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled"]
+           "is_inference_mode_enabled", "enforce_grad_layout_policy"]
 
 
 def is_grad_enabled() -> bool:
@@ -155,3 +155,33 @@ class inference_mode(_ModeContext):
     def clone(self):
         """A new context manager with the same mode (as torch's, for decorators reused across calls)."""
         return self.__class__(self.mode)
+
+
+class enforce_grad_layout_policy(_ModeContext):
+    """Whether accumulated gradients must follow their parameter's layout (matches
+    torch.autograd.enforce_grad_layout_policy; per thread; a context manager, a decorator, or a plain call that
+    takes effect at once). With ``enable=False`` a gradient nobody else holds becomes ``.grad`` as it is, even
+    when its strides differ from the parameter's (no copy); a gradient that must be copied is still laid out
+    like the parameter."""
+
+    def __init__(self, enable: bool = True):
+        if not isinstance(enable, bool):
+            raise TypeError(f"enforce_grad_layout_policy(): argument 'enable' must be bool, not "
+                            f"{type(enable).__name__}")
+        self.prev = STATE.grad_layout
+        self.enable = enable
+        STATE.grad_layout = enable
+
+    def __call__(self, fn):
+        STATE.grad_layout = self.prev    # used as a decorator: the policy applies only inside calls
+        return super().__call__(fn)
+
+    def __enter__(self):
+        STATE.grad_layout = self.enable
+
+    def __exit__(self, *exc):
+        STATE.grad_layout = self.prev
+
+    def clone(self):
+        """A new context manager with the same setting."""
+        return self.__class__(self.enable)
