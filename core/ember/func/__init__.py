@@ -758,4 +758,6 @@ def debug_unwrap(tensor, *, recurse=True):
     return tensor
 
 
-__all__ += ["linearize", "stack_module_state", "replace_all_batch_norm_modules_", "debug_unwrap"]
+__all__ += ["linearize", "stack_module_state", "replace_all_batch_norm_modules_", "debug_unwrap", "rearrange"]
+
+from ._rearrange import rearrange  # noqa: E402
