@@ -94,8 +94,9 @@ CONFORMANCE_RUNS = [
 
 def install(test=False):
     ensure_venv()
-    # the tests also need MPI (ember.distributed's mpi backend: mpi4py + mpich from PyPI)
-    core = f"{ROOT}[examples,plot,distributed]" if test else f"{ROOT}[examples,plot]"
+    # the tests also need MPI (ember.distributed's mpi backend: mpi4py + mpich from PyPI) and onnx / onnxruntime
+    # (ember.onnx.export's tests run the exported models)
+    core = f"{ROOT}[examples,plot,distributed,onnx]" if test else f"{ROOT}[examples,plot]"
     pkgs = [core] + [f"{ROOT / 'plugins' / name}{extras}" for name, (extras, ok) in PLUGINS.items() if ok(test)]
     extra = ["pytest>=7", "hypothesis>=6", str(VENDOR_PLUGIN)] if test else []
     if run(PY, "-m", "pip", "install", "-q", *pkgs, *extra) != 0:

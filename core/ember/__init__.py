@@ -69,7 +69,7 @@ def numel(input) -> int:
 # submodules that are not device modules (``from . import nn`` asks __getattr__ before importing)
 _SUBPACKAGES = frozenset({"nn", "optim", "utils", "multiprocessing", "serialization", "examples", "testing",
                           "sparse", "distributed", "profiler", "amp", "accelerator", "backends", "random", "hub",
-                          "onnx", "fft", "signal", "distributions"})
+                          "onnx", "fft", "signal", "distributions", "jit"})
 
 
 def _lookup_device_module(name):
@@ -123,6 +123,7 @@ from .amp.autocast_mode import (autocast, is_autocast_enabled, set_autocast_enab
 # the top-level conveniences PyTorch programs reach for without an import (torch.accelerator, torch.backends, ...)
 from . import accelerator, backends, random, hub, onnx  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401  (ember.compiler: reset, is_compiling, config)
+from . import jit  # noqa: E402,F401  (ember.jit: trace / save / load on the compile capture)
 from .compiler import compile  # noqa: E402,F401  (ember.compile: capture and replay at the dispatcher)
 from ._tensor_extras import isreal, lu, lu_solve, orgqr  # noqa: E402,F401  (and Tensor.new, dim_order, ...)
 from . import fft  # noqa: E402,F401  (ember.fft: torch.fft's transforms over ember._ops._fft's primitives)

@@ -85,6 +85,7 @@ class OpDef:
         self.multi_output_type = multi_output_type
         self.autograd = None   # the op's derivative (ember.autograd.derivatives), None = not differentiable
         self.rec = _generic_rec(self)   # records the node after a structured op ran (autograd._fastpath)
+        self.entry = None      # the generated functional entry point (set by declare)
 
     def __repr__(self):
         return f"<ember op {self.schema.text}>"
@@ -416,6 +417,7 @@ def declare(schema: str, meta, *, structured=True, composite=None, inplace=False
     exec(compile(src, f"<ember op {op.name}>", "exec"), ns)
     fn = ns[op.name]
     fn._op = op
+    op.entry = fn       # the public entry point by op name (ember.jit runs traced graphs through it)
     fn.__doc__ = doc
     fn.__qualname__ = op.name
     fn.__module__ = "ember"

@@ -41,6 +41,8 @@ NAMESPACES = [
     ("torch.utils.data", "torch.utils.data", "ember.utils.data", 19),
     ("torch.func", "torch.func", "ember.func", 19),
     ("torch.random", "torch.random", "ember.random", 19),
+    ("torch.jit", "torch.jit", "ember.jit", 22),
+    ("torch.onnx", "torch.onnx", "ember.onnx", 22),
 ]
 
 #: names ember leaves out on purpose, per namespace: (fnmatch pattern, reason)

@@ -100,6 +100,7 @@ class Graph:
         self.versions = {}       # id(tensor) -> (tensor, version before its first recorded use)
         self.fullgraph = fullgraph
         self.backward_ran = False    # a backward() (not retaining its graph) ran inside the capture
+        self.returns = None          # ember.jit sets a dict: id(node) -> what its kernel returned
 
     def note_versions(self, args, kwargs):
         seen = self.versions
@@ -176,6 +177,8 @@ def recording(op, fn):
             storages = {id(t._storage) for t in _iter_args(args, kwargs) if t._layout.name == "strided"}
             new = [(i, t) for i, t in enumerate(results) if id(t._storage) not in storages]
             g.nodes.append(Producer(fn, args, kwargs, op.name, new) if new else Node(fn, args, kwargs, op.name))
+        if g.returns is not None:
+            g.returns[id(g.nodes[-1])] = r
         return r
     kernel.__wrapped__ = fn
     return kernel

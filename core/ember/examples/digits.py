@@ -4,6 +4,7 @@
     python -m ember.examples.digits --model cnn --device opencl --plot curve.png
     mpiexec -n 2 python -m ember.examples.digits --distributed   # DistributedDataParallel over MPI
     python -m ember.examples.digits --device vdev:0 --data-parallel vdev:0,vdev:1   # nn.DataParallel
+    python -m ember.examples.digits --model cnn --export-onnx digits.onnx   # ONNX, checked in onnxruntime
 
 The data is real and ships with scikit-learn (``sklearn.datasets.load_digits``: 1797 8x8
 grey-scale images of the digits 0-9, pixel values 0..16), so nothing is downloaded. It is
@@ -208,6 +209,31 @@ def _check_checkpoint(path, model, opt, args, x_te):
     return same
 
 
+def _export_onnx(path, model, x_te):
+    """Export the trained model to ONNX at ``path`` (batch dim symbolic) and, when onnxruntime is installed, check
+    it predicts the held-out images as ember does; returns ``{"path", "agree", "max_abs_diff"}``."""
+    model.eval()
+    cpu_model = model.to("cpu") if x_te.device.type != "cpu" else model
+    x = x_te.cpu()
+    ember.onnx.export(cpu_model, (x[:2],), path, input_names=["image"], output_names=["logits"],
+                      dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})
+    out = {"path": path, "agree": None, "max_abs_diff": None}
+    try:
+        import onnxruntime
+    except ImportError:
+        print(f"onnx: exported to {path} (onnxruntime is not installed: not run)")
+        return out
+    sess = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    got = sess.run(None, {"image": x.numpy()})[0]
+    with ember.no_grad():
+        want = cpu_model(x).numpy()
+    out["agree"] = int((got.argmax(1) == want.argmax(1)).sum())
+    out["max_abs_diff"] = float(abs(got - want).max())
+    print(f"onnx: exported to {path}; onnxruntime agrees on {out['agree']}/{len(x)} held-out predictions "
+          f"(max |logit difference| {out['max_abs_diff']:.2e})")
+    return out
+
+
 def _plot(history, path):
     try:
         import matplotlib
@@ -244,6 +270,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0, help="seeds the split, the initialisation and the shuffling")
     p.add_argument("--checkpoint", metavar="PATH", help="save the trained model here, reload and verify it")
     p.add_argument("--plot", metavar="PATH", help="write loss / accuracy curves (PNG) with matplotlib")
+    p.add_argument("--export-onnx", metavar="PATH", help="export the trained model as ONNX (needs the onnx package; "
+                   "checked in onnxruntime when installed)")
     p.add_argument("--no-augment", dest="augment", action="store_false",
                    help="train the CNN without random one-pixel shifts")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
@@ -335,6 +363,8 @@ def main(argv=None) -> dict:
     if args.checkpoint and rank == 0:
         _check_checkpoint(args.checkpoint, model, opt, args, data[2])
         print(f"checkpoint: saved to {args.checkpoint}, reloaded, predictions identical")
+    if args.export_onnx and rank == 0:
+        result["onnx"] = _export_onnx(args.export_onnx, model, data[2])
     if args.plot and _plot(history, args.plot):
         print(f"plot: {args.plot}")
     if args.quantize and rank == 0:

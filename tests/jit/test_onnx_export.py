@@ -1,0 +1,177 @@
+"""ember.onnx.export: traced graphs mapped to ONNX, checked by onnx.checker, run in onnxruntime and compared with
+ember (float32, rel 1e-5); dynamic batch; unmapped ops named with the opset."""
+import io
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn as nn
+from ember.examples.digits import build_model
+
+onnx = pytest.importorskip("onnx", reason="ember.onnx.export needs the onnx package (pip install ember[onnx])")
+ort = pytest.importorskip("onnxruntime", reason="running exported models needs onnxruntime (pip install ember[onnx])")
+
+
+def _lenet():
+    ember.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.BatchNorm2d(6), nn.ReLU(), nn.MaxPool2d(2),
+                      nn.Conv2d(6, 16, 5), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.5),
+                      nn.Flatten(), nn.Linear(16 * 5 * 5, 84), nn.ReLU(), nn.Dropout(0.2), nn.Linear(84, 10))
+    with ember.no_grad():
+        for bn in (m[1], m[5]):
+            bn.running_mean.normal_()
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.normal_()
+    return m
+
+
+def _export(m, x, **kw):
+    buf = io.BytesIO()
+    ember.onnx.export(m, (x,), buf, **kw)
+    model = onnx.load_from_string(buf.getvalue())
+    onnx.checker.check_model(model, full_check=True)
+    return model, ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+
+
+def _close(got, want):
+    want = want.detach().numpy()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    scale = max(float(np.abs(want).max()), 1e-30)
+    assert float(np.abs(got - want).max()) / scale < 1e-5
+
+
+@pytest.mark.parametrize("case", ["mlp", "cnn", "lenet"])
+@pytest.mark.parametrize("fold", [True, False])
+def test_export_runs_in_onnxruntime_like_ember_with_dynamic_batch(case, fold):
+    m = _lenet() if case == "lenet" else build_model(case)
+    m.train()                                 # export runs the model in eval mode and puts it back
+    shape = (1, 28, 28) if case == "lenet" else (1, 8, 8)
+    model, sess = _export(m, ember.randn(2, *shape), input_names=["image"], output_names=["logits"],
+                          dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}}, do_constant_folding=fold)
+    assert m.training
+    m.eval()
+    assert model.opset_import[0].version == 17
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    assert [o.name for o in model.graph.output] == ["logits"]
+    for b in (1, 2, 9):
+        x = ember.randn(b, *shape)
+        _close(sess.run(None, {"image": x.numpy()})[0], m(x))
+    if case == "lenet":
+        kinds = {n.op_type for n in model.graph.node}
+        assert {"Conv", "MaxPool", "Relu", "Gemm"} <= kinds and "Dropout" not in kinds
+
+
+def test_fixed_shape_without_dynamic_axes_and_params_as_inputs():
+    m = build_model("mlp").eval()
+    model, sess = _export(m, ember.randn(3, 1, 8, 8), export_params=False)
+    names = [i.name for i in model.graph.input]
+    assert names[0] == "input" and "1.weight" in names
+    assert "1.weight" not in {i.name for i in model.graph.initializer}
+    assert [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim] == [3, 1, 8, 8]
+    x = ember.randn(3, 1, 8, 8)
+    feed = {"input": x.numpy(), **{n: p.detach().numpy() for n, p in m.named_parameters() if n in names}}
+    _close(sess.run(None, feed)[0], m(x))
+
+
+def test_function_with_several_ops_and_outputs():
+    def f(x, w):
+        h = ember.tanh(x @ w) * 2 - ember.sigmoid(x).sum(-1, keepdim=True)
+        return ember.softmax(h, -1), ember.cat([h, x.permute(0, 1)], 1).mean(0), h[:, 1:3]
+    x, w = ember.randn(4, 5), ember.randn(5, 5)
+    buf = io.BytesIO()
+    ember.onnx.export(f, (x, w), buf, opset_version=18)
+    sess = ort.InferenceSession(buf.getvalue(), providers=["CPUExecutionProvider"])
+    got = sess.run(None, {"input_0": x.numpy(), "input_1": w.numpy()})
+    for g, want in zip(got, f(x, w)):
+        _close(g, want)
+
+
+def test_exports_a_traced_module_and_returns_the_proto_without_f():
+    m = build_model("cnn").eval()
+    t = ember.jit.trace(m, ember.randn(2, 1, 8, 8))
+    proto = ember.onnx.export(t, ember.randn(2, 1, 8, 8))
+    assert isinstance(proto, onnx.ModelProto)
+    onnx.checker.check_model(proto)
+
+
+def test_unmapped_op_names_the_op_and_opset():
+    def f(x):
+        return ember.special.digamma(x + 2)
+    with pytest.raises(ember.onnx.UnsupportedOperatorError, match=r"'digamma'.*opset_version=17"):
+        ember.onnx.export(f, ember.ones(3), io.BytesIO())
+    with pytest.raises(ValueError, match="opset_version 9"):
+        ember.onnx.export(nn.Linear(2, 2), ember.ones(1, 2), io.BytesIO(), opset_version=9)
+    with pytest.raises(ValueError, match="dynamic_axes names 'nope'"):
+        ember.onnx.export(nn.Linear(2, 2), ember.ones(1, 2), io.BytesIO(), dynamic_axes={"nope": [0]})
+
+
+def test_is_in_onnx_export_during_export_only():
+    seen = []
+
+    class M(nn.Module):
+        def forward(self, x):
+            seen.append(ember.onnx.is_in_onnx_export())
+            return x * 2
+    ember.onnx.export(M(), ember.ones(2), io.BytesIO())
+    assert seen == [True] and ember.onnx.is_in_onnx_export() is False
+
+
+def _flat(r):
+    out = []
+    for e in (r if isinstance(r, tuple) else (r,)):
+        out += _flat(e) if isinstance(e, tuple) else [e]
+    return out
+
+
+@pytest.mark.parametrize("case", ["lstm", "lstm_bi2", "encoder_layer", "encoder_prenorm_gelu", "embedding_layernorm"])
+def test_sequence_models_export_at_fixed_shapes(case):
+    ember.manual_seed(3)
+    m, x = {
+        "lstm": lambda: (nn.LSTM(4, 6, batch_first=True), ember.randn(2, 5, 4)),
+        "lstm_bi2": lambda: (nn.LSTM(4, 6, num_layers=2, bidirectional=True), ember.randn(5, 2, 4)),
+        "encoder_layer": lambda: (nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), ember.randn(2, 5, 8)),
+        "encoder_prenorm_gelu": lambda: (nn.TransformerEncoder(nn.TransformerEncoderLayer(
+            8, 2, 16, norm_first=True, activation="gelu"), 2, enable_nested_tensor=False), ember.randn(5, 2, 8)),
+        "embedding_layernorm": lambda: (nn.Sequential(nn.Embedding(10, 4), nn.LayerNorm(4), nn.GELU()),
+                                        ember.tensor([[1, 2, 3], [4, 5, 9]])),
+    }[case]()
+    m.eval()
+    _, sess = _export(m, x)
+    got = sess.run(None, {"input": x.numpy()})
+    want = _flat(m(x))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        _close(g, w)
+
+
+def test_digits_example_exports_onnx(tmp_path):
+    from ember.examples import digits
+    path = str(tmp_path / "digits.onnx")
+    r = digits.main(["--model", "cnn", "--epochs", "1", "--no-progress", "--export-onnx", path])
+    onnx.checker.check_model(onnx.load(path))
+    assert r["onnx"]["agree"] == 360 and r["onnx"]["max_abs_diff"] < 1e-4
+
+
+def test_docs_table_is_generated_from_the_mapping():
+    import pathlib
+    from ember.onnx._export import table_markdown
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "jit.md").read_text()
+    assert table_markdown() in doc
+
+
+def test_training_mode_enum_and_select_model_mode_as_torch():
+    torch = pytest.importorskip("torch")
+    for name in ("EVAL", "PRESERVE", "TRAINING"):
+        assert int(getattr(ember.onnx.TrainingMode, name)) == int(getattr(torch.onnx.TrainingMode, name))
+    assert issubclass(ember.onnx.UnsupportedOperatorError, ember.onnx.OnnxExporterError)
+    assert issubclass(ember.onnx.OnnxExporterError, RuntimeError)
+    for lib, m in ((ember, ember.nn.Dropout()), (torch, torch.nn.Dropout())):
+        with lib.onnx.select_model_mode_for_export(m, lib.onnx.TrainingMode.EVAL):
+            assert not m.training
+        assert m.training
+    with pytest.raises(NotImplementedError, match="training mode"):
+        ember.onnx.export(nn.Linear(2, 2), ember.ones(1, 2), io.BytesIO(), training=ember.onnx.TrainingMode.TRAINING)
+    proto = ember.onnx.export(nn.Linear(2, 2).eval(), ember.ones(1, 2), training=ember.onnx.TrainingMode.PRESERVE)
+    assert [n.op_type for n in proto.graph.node] == ["Gemm", "Identity"]
