@@ -1,7 +1,7 @@
 """ember.compile side by side with ember eager, PyTorch eager and torch.compile, in one run.
 
     python benchmarks/bench_compile.py [--threads 1] [--repeat 7] [--steps 50] [--only mlp,cnn,gpt,lstm]
-                                       [--no-torch-compile]
+                                       [--no-torch-compile] [--device opencl] [--optim sgd]
 
 One training step (zero_grad, forward, loss, backward, optimizer step) of each model, built by the same
 code for both libraries (``import ember as torch`` style):
@@ -16,6 +16,12 @@ Each figure is the median over ``--repeat`` rounds of ``--steps`` steps (ms per 
 issue's "capture + first replay"; torch.compile's compile time is not measured here). Ratios are ember
 compiled / PyTorch eager (< 1: ember is faster). ``torch.compile`` uses its default backend (inductor, which
 needs a C++ compiler); where it fails its column reads n/a with the reason.
+
+``--device opencl`` (or another ember device) runs the models there instead and compares ember eager,
+ember compiled without fusion (``ember.compiler.config.fusion = False``) and compiled with the device's
+fuser, with the kernel launches per step of each compiled graph (``ember.profiler.compiled_graphs()``);
+every round ends with the device synchronized. ``--optim sgd|adam`` replaces the mlp's optimizer
+(SGD: momentum 0.9).
 """
 from __future__ import annotations
 
@@ -27,15 +33,18 @@ import time
 import numpy as np
 
 
-def build(T, kind, seed=0):
-    """(step function, model) for library ``T`` (ember or torch): identical code for both."""
+def build(T, kind, seed=0, device="cpu", optim=None):
+    """(step function, x, y) for library ``T`` (ember or torch): identical code for both."""
     nn, F = T.nn, T.nn.functional
     T.manual_seed(seed)
     rng = np.random.default_rng(seed)
     if kind == "mlp":
         model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
         x, y = T.tensor(rng.standard_normal((64, 64), dtype=np.float32)), T.tensor(rng.integers(0, 10, 64))
-        opt = T.optim.Adam(model.parameters(), lr=1e-3)
+        if optim == "sgd":
+            opt = T.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        else:
+            opt = None
     elif kind == "cnn":
         model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(512, 10))
@@ -81,6 +90,10 @@ def build(T, kind, seed=0):
         opt = T.optim.SGD(model.parameters(), lr=0.1)
     else:
         raise ValueError(kind)
+    model.to(device)
+    x, y = x.to(device), y.to(device)
+    if opt is None:
+        opt = T.optim.Adam(model.parameters(), lr=1e-3)
 
     def step(x, y):
         opt.zero_grad()
@@ -92,14 +105,50 @@ def build(T, kind, seed=0):
     return step, x, y
 
 
-def per_step(fn, x, y, steps, repeat):
+def per_step(fn, x, y, steps, repeat, sync=None):
     ts = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         for _ in range(steps):
             fn(x, y)
+        if sync is not None:
+            sync()
         ts.append((time.perf_counter() - t0) / steps)
     return statistics.median(ts)
+
+
+def device_table(args) -> int:
+    """ember eager / compiled / compiled + fused on ``args.device``, with kernel launches per step."""
+    import ember
+    dev = args.device
+    mod = getattr(ember, ember.device(dev).type)
+    sync = getattr(mod, "synchronize", None)
+    print(f"ember {ember.__version__} on {dev}; ms per training step, median of {args.repeat} x {args.steps} "
+          f"steps (device synchronized at the end of each round)")
+    head = ("model", "eager", "compiled", "compiled+fused", "eager / fused", "launches", "launches fused",
+            "fused kernels")
+    rows = []
+    for kind in args.only.split(","):
+        step, x, y = build(ember, kind, device=dev, optim=args.optim)
+        first_calls(step, x, y)
+        t_eager = per_step(step, x, y, args.steps, args.repeat, sync)
+        res = {}
+        for fusion in (False, True):
+            ember.compiler.config.fusion = fusion
+            step, x, y = build(ember, kind, device=dev, optim=args.optim)
+            cstep = ember.compile(step)
+            first_calls(cstep, x, y)
+            res[fusion] = (per_step(cstep, x, y, args.steps, args.repeat, sync),
+                           max(cstep._compiled.info(), key=lambda r: r["replays"]))
+        ember.compiler.config.fusion = True
+        (t0, i0), (t1, i1) = res[False], res[True]
+        rows.append((kind + (f" ({args.optim})" if args.optim and kind == "mlp" else ""), f"{t_eager * 1e3:.3f}",
+                     f"{t0 * 1e3:.3f}", f"{t1 * 1e3:.3f}", f"{t_eager / t1:.2f}x", str(i0["kernel_launches"]),
+                     str(i1["kernel_launches"]), str(i1["fused_kernels"])))
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    return 0
 
 
 def first_calls(fn, x, y, n=3):
@@ -116,10 +165,14 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--only", default="mlp,cnn,gpt,lstm")
     p.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile (it takes seconds per model)")
+    p.add_argument("--device", default=None, help="an ember device (e.g. opencl): eager / compiled / fused there")
+    p.add_argument("--optim", choices=("adam", "sgd"), default=None, help="the mlp's optimizer (default adam)")
     args = p.parse_args(argv)
     if args.threads:
         from threadpoolctl import threadpool_limits
         threadpool_limits(args.threads)
+    if args.device:
+        return device_table(args)
     import ember
     try:
         import torch

@@ -124,6 +124,7 @@ class DeviceType:
         self.generators = {}
         self.module = None
         self.fallback = None
+        self.fuser = None          # fuser(subgraph) -> callable | None, for ember.compile (register_fuser)
 
     def allocator(self, dev: device):
         """The allocator of device ``dev``'s index (CachingAllocator, or DirectAllocator when the type opted out),
@@ -152,6 +153,25 @@ class DeviceType:
             return g
 
 
+def register_fuser(device_type: str, fuser):
+    """Set ``fuser`` as device type ``device_type``'s fuser for ``ember.compile`` (None removes it); returns a
+    function that puts the previous one back. ``fuser(subgraph)`` receives an ``ember.compiler._fusion.Subgraph``
+    (a run of captured elementwise nodes) and returns one callable ``fused(*tensors)`` that does what the run
+    did, or None to decline (docs/vendor-guide.md, "Fusers"). Plugins call ``registry.register_fuser`` in
+    ``ember_register`` instead; graphs captured before keep what they were built with.
+
+    :raises RuntimeError: ``device_type`` is not registered (the message names the package to install).
+    :raises TypeError: ``fuser`` is neither callable nor None."""
+    if fuser is not None and not callable(fuser):
+        raise TypeError(f"register_fuser('{device_type}'): fuser must be callable, not {type(fuser).__name__}")
+    dt = _lookup_device_type(device_type)
+    old, dt.fuser = dt.fuser, fuser
+
+    def undo():
+        dt.fuser = old
+    return undo
+
+
 def not_available(name: str) -> RuntimeError:
     """The RuntimeError "device type 'NAME' is not available: pip install PKG ..." (``install_advice``; naming a
     plugin that failed to load);
@@ -174,6 +194,9 @@ def device_type(name: str) -> DeviceType:
             return device_types[name]
         except KeyError:
             raise not_available(name) from None
+
+
+_lookup_device_type = device_type      # (register_fuser's argument has the function's name)
 
 
 # ---------------------------------------------------------------- default device

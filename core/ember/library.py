@@ -397,6 +397,23 @@ class Registry:
             return undo
         self._staged.append(apply)
 
+    def register_fuser(self, device_type: str, fuser):
+        """``fuser(subgraph)`` fuses runs of elementwise nodes that ``ember.compile`` captured on
+        ``device_type`` (one of this plugin's): it receives an ``ember.compiler._fusion.Subgraph`` and returns
+        one callable ``fused(*tensors)`` (the subgraph's slot tensors, in order) that does what the run did, or
+        None to decline. See docs/vendor-guide.md, "Fusers"."""
+        if not callable(fuser):
+            raise TypeError(f"register_fuser('{device_type}'): fuser must be callable, not {type(fuser).__name__}")
+        if self.provides is not None and device_type not in self._declared("device_types"):
+            raise RuntimeError(f"plugin '{self.plugin}' registers a fuser for device type '{device_type}', which "
+                               f"is not its own; refused")
+
+        def apply():
+            if device_type not in _registry.device_types:
+                raise RuntimeError(f"register_fuser: unknown device type '{device_type}'")
+            return _registry.register_fuser(device_type, fuser)
+        self._staged.append(apply)
+
     def register_layout(self, name: str) -> _layout_cls:
         """A new layout (``ember.<name>``); returns it."""
         self._require_declared("layouts", name, "layout")

@@ -130,7 +130,9 @@ class record_fallbacks:
 
 def compiled_graphs() -> list:
     """What ``ember.compile`` captured: one dict per compiled function and signature, with ``function``,
-    ``calls``, ``replays``, ``kernel_calls`` (recorded kernels replayed per call), ``checked_on_replay`` (host
+    ``calls``, ``replays``, ``kernel_calls`` (recorded kernels replayed per call), ``fused_kernels`` (runs of
+    elementwise kernels the device's fuser replaced with one call each), ``kernel_launches`` (kernel calls per
+    replay after fusion), ``checked_on_replay`` (host
     reads of ember's own code and data-dependent shapes, re-checked on each replay), ``graph_breaks``
     ([(what, "file:line")] host reads in the user's code), ``static_inputs``, ``mismatches`` (replays that
     stopped and ran eagerly) and ``eager_reason`` (why the signature runs eagerly, or None).

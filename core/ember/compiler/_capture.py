@@ -111,12 +111,16 @@ class Graph:
 
     def version_deltas(self):
         """[(tensor, how many in-place writes the capture made to it)] for tensors it wrote."""
-        out = []
+        out, shared = [], {}
         for t, before in self.versions.values():
             vc = t._vc
-            d = (vc[0] if vc is not None else 0) - before
-            if d:
-                out.append((t, d))
+            if vc is None:            # never written
+                continue
+            # views share their base's counter (one list): count its writes once, from its earliest reading
+            k = id(vc)
+            if k not in shared or before < shared[k][1]:
+                shared[k] = (t, before, vc)
+        out.extend((t, vc[0] - before) for t, before, vc in shared.values() if vc[0] != before)
         return out
 
 

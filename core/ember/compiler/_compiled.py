@@ -25,7 +25,7 @@ import threading
 import warnings
 import weakref
 
-from . import _capture
+from . import _capture, _fusion
 from ._capture import GraphMismatch
 from .. import _dtype as _D
 from .._grad_state import STATE as _GS
@@ -41,6 +41,8 @@ class config:
     """Knobs (matches torch._dynamo.config in name where PyTorch has one)."""
     cache_size_limit = 8     # captured signatures per compiled function before it stays eager
     debug = os.environ.get("EMBER_COMPILE_DEBUG", "") not in ("", "0")
+    #: hand runs of elementwise nodes to the device's fuser at capture (EMBER_COMPILE_FUSION=0: never)
+    fusion = os.environ.get("EMBER_COMPILE_FUSION", "1").strip() != "0"
 
 
 def is_compiling() -> bool:
@@ -55,7 +57,7 @@ def _globally_disabled() -> bool:
 
 class _Entry:
     __slots__ = ("calls", "graph", "program", "static", "eager_reason", "end_grads", "read_grads", "deltas",
-                 "outputs", "replays", "mismatches", "writeback")
+                 "outputs", "replays", "mismatches", "writeback", "fused_kernels", "fused_nodes")
 
     def __init__(self):
         self.calls = 0
@@ -70,6 +72,8 @@ class _Entry:
         self.writeback = ()        # static inputs the function writes in place: copied back to the arguments
         self.replays = 0
         self.mismatches = 0
+        self.fused_kernels = 0     # runs of elementwise nodes a device's fuser replaced with one callable
+        self.fused_nodes = 0       # the recorded kernel calls those runs held
 
 
 class _Uncacheable(Exception):
@@ -297,8 +301,11 @@ class CompiledFunction:
         e.outputs = (out_spec, [("arg", staged_ids[id(t)]) if isinstance(t, Tensor) and id(t) in staged_ids
                                 else ("tensor", t) if isinstance(t, Tensor) else ("value", t) for t in out_leaves])
         e.program = [(n.fn, n.args, n.kwargs) if type(n) is _capture.Node else (n.run, (), {}) for n in g.nodes]
-        self._note(f"captured {len(e.program)} kernel calls ({sum(type(n) is not _capture.Node for n in g.nodes)} "
-                   f"checked on replay), {len(static)} static inputs")
+        if config.fusion:
+            e.program, e.fused_kernels, e.fused_nodes = _fusion.fuse_program(g, e.program, e.deltas)
+        self._note(f"captured {len(g.nodes)} kernel calls ({sum(type(n) is not _capture.Node for n in g.nodes)} "
+                   f"checked on replay), {len(static)} static inputs, {e.fused_kernels} fused kernels replacing "
+                   f"{e.fused_nodes} calls")
         # the capture ran on the staged copies: the user's arguments see what eager would have done to them
         e.writeback = [(i, s) for i, s in static if s._version != v0[id(s)]]
         for i, s in e.writeback:
@@ -358,5 +365,8 @@ class CompiledFunction:
                          "checked_on_replay": sum(type(n) is not _capture.Node for n in g.nodes) if g else 0,
                          "graph_breaks": list(g.breaks) if g else [],
                          "static_inputs": len(e.static or ()), "mismatches": e.mismatches,
+                         "fused_kernels": e.fused_kernels,
+                         "kernel_launches": (sum(type(n) is _capture.Node for n in g.nodes) - e.fused_nodes +
+                                             e.fused_kernels) if g else 0,
                          "eager_reason": e.eager_reason})
         return rows

@@ -78,6 +78,31 @@ def ember_register(registry) -> None:
 
 
 # -------------------------------------------------------------------------
+# Fusion (ember.compile)
+# -------------------------------------------------------------------------
+
+@hookspec(firstresult=True)
+def ember_fuse(device_type: str, subgraph):
+    """Fuse a run of elementwise nodes that ``ember.compile`` captured on ``device_type`` into one callable.
+
+    Consulted only for a device type that has no fuser registered with ``registry.register_fuser``
+    (the usual way, in ``ember_register``); the first implementation that returns something wins.
+
+    :param device_type: the device type the run is on (return None for any other).
+    :param subgraph: an ``ember.compiler._fusion.Subgraph``: ``device``, ``shape`` (every non-scalar
+        operand is contiguous with this shape), ``slots`` (the tensors, with their dtypes and roles: a 0-dim
+        broadcast operand, read before written, written, must be stored) and ``nodes`` (``op``, ``inputs``:
+        slot indices or Python constants, ``scalars``: ``alpha`` / ``value``, ``out``: a slot index) in order.
+    :returns: ``fused(*tensors)`` - called on each replay with the slots' tensors in order - that leaves every
+        slot marked ``store`` holding what the nodes run one by one would have left; or None to decline
+        (the nodes are then replayed one by one).
+
+    Restrictions: called while ``ember.compile`` finishes a capture, on the capturing thread. Generating and
+    compiling code here is allowed (cache it by ``subgraph.signature()``); running kernels is not needed.
+    """
+
+
+# -------------------------------------------------------------------------
 # Conformance suite
 # -------------------------------------------------------------------------
 

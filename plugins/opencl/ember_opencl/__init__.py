@@ -100,6 +100,8 @@ def ember_register(registry):
     dtypes = [getattr(ember, n) for n in supported_dtypes()]
     _register_kernels(registry.library("ember_opencl"), dtypes)
     registry.register_fallback("opencl", _unsupported_dtype)
+    from .kernels import fused
+    registry.register_fuser("opencl", fused.fuse)       # ember.compile: one kernel per elementwise run
 
 
 def _unsupported_dtype(op, args, kwargs):
