@@ -126,6 +126,11 @@ from . import compiler  # noqa: E402,F401  (ember.compiler: reset, is_compiling,
 from . import jit  # noqa: E402,F401  (ember.jit: trace / save / load on the compile capture)
 from .compiler import compile  # noqa: E402,F401  (ember.compile: capture and replay at the dispatcher)
 from ._tensor_extras import isreal, lu, lu_solve, orgqr  # noqa: E402,F401  (and Tensor.new, dim_order, ...)
+from . import _toplevel_extras  # noqa: E402  (flags, predicates, deprecated spellings: never replacing a name)
+for _n in _toplevel_extras.__all__:
+    if _n not in globals():
+        globals()[_n] = getattr(_toplevel_extras, _n)
+del _n
 from . import fft  # noqa: E402,F401  (ember.fft: torch.fft's transforms over ember._ops._fft's primitives)
 from . import signal  # noqa: E402,F401  (ember.signal.windows)
 from . import distributions  # noqa: E402,F401  (ember.distributions: torch.distributions over ember's ops)

@@ -421,3 +421,22 @@ def test_opencl_fused_kernel_is_one_launch_and_cached_by_signature():
     assert seen[0].source == seen[1].source and seen[0].source.count("__kernel") == 1
     rows = [r for r in c._compiled.info() if r["replays"]]
     assert all(r["fused_kernels"] == 1 and r["kernel_launches"] == 1 for r in rows), rows
+
+
+def test_a_dtype_reinterpreting_view_ends_a_fused_run():
+    """frexp / nextafter read a tensor's bits through view(int); a fused run once kept one slot for both views
+    of the memory (keyed without the dtype), giving reinterpreted garbage on opencl's 0-dim samples."""
+    pytest.importorskip("ember_opencl")
+    import ember
+    if not ember.opencl.is_available():
+        pytest.skip(f"no usable OpenCL device: {ember.opencl.unavailable_reason()}")
+    for dt in (ember.float32, ember.float64):
+        x = ember.tensor(3.4398534, dtype=dt, device="opencl")
+        y = ember.tensor(-1.0, dtype=dt, device="opencl")
+        eager_m, eager_e = ember.frexp(x)
+        eager_n = ember.nextafter(x, y)
+        f = ember.compile(lambda a, b: (ember.frexp(a), ember.nextafter(a, b)))
+        for _ in range(4):
+            (m, e), n = f(x, y)
+        assert ember.equal(m.cpu(), eager_m.cpu()) and ember.equal(e.cpu(), eager_e.cpu())
+        assert ember.equal(n.cpu(), eager_n.cpu())

@@ -182,7 +182,8 @@ class _Run:
     - a 0-dim tensor in a larger run is a *scalar* slot: read anywhere (a 0-dim cpu tensor too), written only
       by a node whose tensor operands are all scalars and only if the run did not read it before (every
       element computes the same value; none may see another element's write);
-    - two tensors of one storage in different layouts may both be in the run only if neither is written;
+    - two tensors of one storage in different layouts or dtypes (``view(int64)`` of a float64 tensor) may both
+      be in the run only if neither is written;
     - a run of 0-dim nodes grows into a larger shape when it has no slot it reads and then writes.
     """
 
@@ -201,7 +202,7 @@ class _Run:
                 return None
         elif t._shape != self.shape or t._device != self.device or not _contiguous(t):
             return None
-        mem = (id(t._storage), t._offset, t._shape)
+        mem = (id(t._storage), t._offset, t._shape, t._dtype)   # (a dtype-reinterpreting view is other memory)
         i = self.by_mem.get(mem)
         others = [j for j in self.by_storage.get(id(t._storage), ()) if j != i]
         if others and (write or any(self.slots[j].written for j in others)):

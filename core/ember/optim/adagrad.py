@@ -42,7 +42,7 @@ class Adagrad(Optimizer):
             raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        self._check_unsupported(fused)
+        self._check_fused(fused, foreach, differentiable)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)

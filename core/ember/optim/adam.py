@@ -36,9 +36,10 @@ class Adam(Optimizer):
     ``differentiable=True`` (PyTorch's meaning): the step runs with grad enabled and takes the same
     tensor formula (the step stays on cpu), cloning what PyTorch clones, so gradients flow through the
     update to non-leaf parameters, gradients and state that require grad.
+    ``fused=True`` is accepted (the single-tensor update, which PyTorch's fused cpu kernel matches in float64).
     Raises ValueError for invalid lr / eps / betas / weight_decay (PyTorch's messages),
-    RuntimeError for sparse gradients and for ``fused`` (not supported by ember), AssertionError
-    when a capturable step meets a parameter on cpu (as PyTorch).
+    RuntimeError for sparse gradients and for ``fused`` with ``foreach`` or ``differentiable`` (as PyTorch),
+    AssertionError when a capturable step meets a parameter on cpu (as PyTorch).
     """
 
     #: hyperparameters a replay of ember.compile reads live (they are not guards: an lr scheduler does not recapture)
@@ -57,7 +58,7 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        self._check_unsupported(fused)
+        self._check_fused(fused, foreach, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)

@@ -345,6 +345,17 @@ class Optimizer:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
     @staticmethod
+    def _check_fused(fused, foreach, differentiable):
+        """``fused=True`` (Adam, AdamW, SGD, Adagrad, as PyTorch): PyTorch's errors for combinations it refuses;
+        otherwise accepted - the update is the single-tensor one, which PyTorch's fused cpu kernels match bit for
+        bit in float64."""
+        if fused:
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+
+    @staticmethod
     def _check_unsupported(fused=None, differentiable=False, capturable=False, name=None):
         """RuntimeError for the flags ember does not implement. ``differentiable`` reaches here from the
         optimizers whose update is not written for autograd yet (``name`` says which); ``capturable``

@@ -32,7 +32,7 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        self._check_unsupported(fused)
+        self._check_fused(fused, foreach, differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay, nesterov=nesterov,
                         maximize=maximize, foreach=foreach, differentiable=differentiable, fused=fused)
         if nesterov and (momentum <= 0 or dampening != 0):
