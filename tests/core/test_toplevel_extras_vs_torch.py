@@ -57,13 +57,13 @@ def test_flags_round_trip_like_torch():
 
 
 def test_eager_control_flow_ops_match_torch():
-    for lib in (torch, ember):
-        x = lib.ones(2)
-        assert lib.cond(lib.tensor(False), lambda a: a + 1, lambda a: a - 1, (x,)).tolist() == [0.0, 0.0]
-    from torch._higher_order_ops import while_loop as torch_while_loop
-    ti, ts = torch_while_loop(lambda i, s: i < 5, lambda i, s: (i + 1, s + i), (torch.tensor(0), torch.tensor(0)))
+    # (torch.cond and torch's while_loop run through torch._dynamo, whose import changes global torch state that
+    # later tests see - distributions' argument validation - so ember's are checked against their eager meaning)
+    x = ember.ones(2)
+    assert ember.cond(ember.tensor(False), lambda a: a + 1, lambda a: a - 1, (x,)).tolist() == [0.0, 0.0]
+    assert ember.cond(True, lambda a: a + 1, lambda a: a - 1, (x,)).tolist() == [2.0, 2.0]
     ei, es = ember.while_loop(lambda i, s: i < 5, lambda i, s: (i + 1, s + i), (ember.tensor(0), ember.tensor(0)))
-    assert (int(ei), int(es)) == (int(ti), int(ts)) == (5, 10)
+    assert (int(ei), int(es)) == (5, 10)
 
 
 def test_constructors_and_samplers():
