@@ -84,11 +84,13 @@ _REMOVED = {   # PyTorch 2.13's messages, word for word
 
 
 def _removed(name):
-    def method(self, *args, **kwargs):
+    """A function (top-level, or a Tensor method: it takes any arguments) that raises PyTorch's RuntimeError for
+    the removed ``name``."""
+    def fn(*args, **kwargs):
         raise RuntimeError(_REMOVED[name])
-    method.__name__ = name
-    method.__doc__ = f"Removed from PyTorch (raises its RuntimeError): use ``ember.linalg`` instead."
-    return method
+    fn.__name__ = name
+    fn.__doc__ = f"Removed from PyTorch (raises its RuntimeError): use ``ember.linalg`` (matches torch.{name})."
+    return fn
 
 
 def _new(self, *args, **kwargs):

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._tensor import Tensor
+from ._tensor_extras import _removed
 
 __all__ = ["is_conj", "is_neg", "is_inference", "get_device", "int_repr", "q_scale", "q_zero_point",
            "q_per_channel_scales", "q_per_channel_zero_points", "q_per_channel_axis", "hardshrink", "matrix_rank",
@@ -331,15 +332,6 @@ def spmm(input, mat2):
     """Sparse (COO) times dense matrix (matches torch.spmm: ``ember.sparse.mm``)."""
     from . import sparse
     return sparse.mm(input, mat2)
-
-
-def _removed(name):
-    def fn(*args, **kwargs):
-        from ._tensor_extras import _REMOVED
-        raise RuntimeError(_REMOVED[name])
-    fn.__name__ = name
-    fn.__doc__ = f"Removed from PyTorch (raises its RuntimeError): use ``ember.linalg`` (matches torch.{name})."
-    return fn
 
 
 eig, symeig, solve, lstsq = (_removed(n) for n in ("eig", "symeig", "solve", "lstsq"))

@@ -55,6 +55,7 @@ class Node:
         self.fn, self.args, self.kwargs, self.name = fn, args, kwargs, name
 
     def run(self):
+        """Call the kernel again on the recorded arguments."""
         self.fn(*self.args, **self.kwargs)
 
 
@@ -67,6 +68,8 @@ class Producer(Node):
         self.results = results      # [(index in the flattened result, captured tensor)]
 
     def run(self):
+        """Call the kernel again and copy its new results into the captured tensors (GraphMismatch when a
+        result's shape or dtype changed)."""
         r = self.fn(*self.args, **self.kwargs)
         flat = _flat_tensors(r)
         for i, cap in self.results:
@@ -85,6 +88,7 @@ class ValueGuard:
         self.tensor, self.value, self.name, self.where = tensor, value, name, where
 
     def run(self):
+        """Read the tensor on the host again; GraphMismatch when its value differs from the capture's."""
         import numpy as np
         now = self.tensor._host()
         if now.shape != self.value.shape or not np.array_equal(now, self.value, equal_nan=True):
@@ -103,6 +107,7 @@ class Graph:
         self.returns = None          # ember.jit sets a dict: id(node) -> what its kernel returned
 
     def note_versions(self, args, kwargs):
+        """Remember each tensor argument's version counter the first time the capture meets it."""
         seen = self.versions
         for a in _iter_args(args, kwargs):
             if id(a) not in seen:

@@ -106,6 +106,8 @@ class Subgraph:
         return x.value if isinstance(x, Constant) else self.slots[x].tensor
 
     def signature(self):
+        """A hashable description of the run (device type, slots' dtypes and roles, ops and operand kinds), for a
+        fuser's kernel cache: runs with equal signatures can share one generated kernel."""
         def ref(x):
             return ("c", type(x.value).__name__) if isinstance(x, Constant) else ("s", x)
         return (self.device.type,

@@ -429,10 +429,8 @@ def _compile_scalars(opt, param, fn):
     from .._device import device as _device
     store = opt.__dict__.setdefault("_compiled_scalars", {})
     out = store.get(param)
-    vals = None
-    if out is None:
-        vals = fn()
-        out = store[param] = empty_on((len(vals),), D.float64, _device("cpu"))
+    if out is None:                  # (sized by a first call of fn: how many numbers it returns)
+        out = store[param] = empty_on((len(fn()),), D.float64, _device("cpu"))
     return host_scalars(fn, out)
 
 
