@@ -125,25 +125,131 @@ def _flat(r):
     return out
 
 
-@pytest.mark.parametrize("case", ["lstm", "lstm_bi2", "encoder_layer", "encoder_prenorm_gelu", "embedding_layernorm"])
-def test_sequence_models_export_at_fixed_shapes(case):
-    ember.manual_seed(3)
-    m, x = {
-        "lstm": lambda: (nn.LSTM(4, 6, batch_first=True), ember.randn(2, 5, 4)),
-        "lstm_bi2": lambda: (nn.LSTM(4, 6, num_layers=2, bidirectional=True), ember.randn(5, 2, 4)),
-        "encoder_layer": lambda: (nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), ember.randn(2, 5, 8)),
-        "encoder_prenorm_gelu": lambda: (nn.TransformerEncoder(nn.TransformerEncoderLayer(
-            8, 2, 16, norm_first=True, activation="gelu"), 2, enable_nested_tensor=False), ember.randn(5, 2, 8)),
-        "embedding_layernorm": lambda: (nn.Sequential(nn.Embedding(10, 4), nn.LayerNorm(4), nn.GELU()),
-                                        ember.tensor([[1, 2, 3], [4, 5, 9]])),
-    }[case]()
-    m.eval()
-    _, sess = _export(m, x)
+_SEQ = {   # model, example input, dynamic axes of the input, input shapes to run the exported model at
+    "lstm": lambda: (nn.LSTM(4, 6, batch_first=True), ember.randn(2, 5, 4), {0: "batch"}, [(1, 5, 4), (7, 5, 4)]),
+    "lstm_bi2": lambda: (nn.LSTM(4, 6, num_layers=2, bidirectional=True), ember.randn(5, 2, 4), {1: "batch"},
+                         [(5, 1, 4), (5, 6, 4)]),
+    "encoder_layer": lambda: (nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), ember.randn(2, 5, 8),
+                              {0: "batch", 1: "seq"}, [(1, 3, 8), (4, 9, 8)]),
+    "encoder_prenorm_gelu": lambda: (nn.TransformerEncoder(nn.TransformerEncoderLayer(
+        8, 2, 16, norm_first=True, activation="gelu"), 2, enable_nested_tensor=False), ember.randn(5, 2, 8),
+        {0: "seq", 1: "batch"}, [(3, 1, 8), (7, 4, 8)]),
+    "embedding_layernorm": lambda: (nn.Sequential(nn.Embedding(10, 4), nn.LayerNorm(4), nn.GELU()),
+                                    ember.tensor([[1, 2, 3], [4, 5, 9]]), {0: "batch", 1: "seq"}, [(1, 1), (5, 7)]),
+}
+
+
+def _run_seq(m, sess, shape, dtype):
+    x = ember.randn(*shape) if dtype == ember.float32 else ember.randint(0, 10, shape)
     got = sess.run(None, {"input": x.numpy()})
     want = _flat(m(x))
     assert len(got) == len(want)
     for g, w in zip(got, want):
         _close(g, w)
+
+
+@pytest.mark.parametrize("case", sorted(_SEQ))
+def test_sequence_models_export_at_fixed_shapes(case):
+    ember.manual_seed(3)
+    m, x, _, _ = _SEQ[case]()
+    m.eval()
+    model, sess = _export(m, x)
+    assert all(d.HasField("dim_value") for d in model.graph.input[0].type.tensor_type.shape.dim)
+    _run_seq(m, sess, tuple(x.shape), x.dtype)
+
+
+@pytest.mark.parametrize("case", sorted(_SEQ))
+def test_sequence_models_export_with_dynamic_batch_and_sequence(case):
+    """The sizes the trace recorded (an LSTM's reshapes and zero initial state, attention's head reshapes of
+    seq x batch rows) follow the dynamic dims: the exported model runs at other batch sizes and sequence lengths."""
+    ember.manual_seed(3)
+    m, x, axes, shapes = _SEQ[case]()
+    m.eval()
+    model, sess = _export(m, x, dynamic_axes={"input": axes})
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    assert {i: dims[i].dim_param for i in axes} == axes
+    for shape in shapes:
+        _run_seq(m, sess, shape, x.dtype)
+
+
+def test_lstm_sequence_length_cannot_be_dynamic_and_says_why():
+    """ember's LSTM runs a Python loop over time steps, so the traced graph has one block per step."""
+    m = nn.LSTM(4, 6, batch_first=True).eval()
+    with pytest.raises(ember.onnx.OnnxExporterError, match="control flow depends on the size"):
+        ember.onnx.export(m, ember.randn(2, 5, 4), io.BytesIO(), dynamic_axes={"input": {0: "batch", 1: "seq"}})
+
+
+def test_sizes_used_as_numbers_follow_the_dim_and_other_dependence_is_refused():
+    class MeanOverBatch(nn.Module):           # an int scalar (x.shape[0]) follows the dim: computed at run time
+        def forward(self, x):
+            return x.sum(0) / x.shape[0]
+
+    class FloatOfSize(nn.Module):             # a float made from the size cannot be expressed
+        def forward(self, x):
+            return x * (1.0 / x.shape[0])
+
+    class ArangeOfSize(nn.Module):            # a constant tensor whose values (not only shape) follow the size
+        def forward(self, x):
+            return x + ember.tensor([[float(i)] for i in range(x.shape[0])])
+
+    m = MeanOverBatch()
+    _, sess = _export(m, ember.randn(3, 4), dynamic_axes={"input": [0]})
+    for b in (1, 8):
+        x = ember.randn(b, 4)
+        _close(sess.run(None, {"input": x.numpy()})[0], m(x))
+    with pytest.raises(ember.onnx.OnnxExporterError, match="cannot express as a size"):
+        ember.onnx.export(FloatOfSize(), ember.randn(3, 4), io.BytesIO(), dynamic_axes={"input": [0]})
+    with pytest.raises(ember.onnx.OnnxExporterError, match="changes its values"):
+        ember.onnx.export(ArangeOfSize(), ember.randn(3, 4), io.BytesIO(), dynamic_axes={"input": [0]})
+
+
+# ---------------------------------------------------------------- quantized models (QDQ)
+def _quantized(arch, mode):
+    pytest.importorskip("ember_quantized", reason="quantized models need the ember-quantized plugin")
+    from ember.examples.digits_quantize import quantize_model
+    ember.manual_seed(0)
+    x, y = ember.randn(256, 1, 8, 8), ember.randint(0, 10, (256,))
+    return quantize_model(build_model(arch), mode, (x, y), calib_batches=2, qat_epochs=1)
+
+
+@pytest.mark.parametrize("arch", ["mlp", "cnn"])
+@pytest.mark.parametrize("mode", ["static", "qat"])
+def test_quantized_digits_model_exports_as_qdq_within_one_step(arch, mode):
+    q = _quantized(arch, mode)
+    model, sess = _export(q, ember.randn(4, 1, 8, 8), input_names=["image"], output_names=["logits"],
+                          dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})
+    kinds = {n.op_type for n in model.graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= kinds and ({"Conv"} <= kinds) == (arch == "cnn")
+    weights = [i for i in model.graph.initializer if i.name.endswith("_packed_params.weight")]
+    assert weights and all(w.data_type == onnx.TensorProto.INT8 for w in weights)     # int8 weights, not floats
+    step = [m.scale for m in q.modules() if isinstance(getattr(m, "scale", None), float)][-1]
+    for b in (1, 200):
+        x = ember.randn(b, 1, 8, 8)
+        got, want = sess.run(None, {"image": x.numpy()})[0], q(x).numpy()
+        diff = np.abs(got - want)
+        assert got.shape == want.shape and diff.max() <= step * (1 + 1e-5)      # at most one quantization step
+        assert (diff > 0).mean() < 0.05                                         # and only at rounding ties
+
+
+@pytest.mark.parametrize("arch", ["mlp", "cnn"])
+def test_dynamically_quantized_model_exports_with_its_reduced_range(arch):
+    """Activations are quantized per call over [0, 127] as ember's (and fbgemm's) dynamic linear does; outputs
+    agree except where an activation rounds the other way at a tie (one step of that activation)."""
+    q = _quantized(arch, "dynamic")
+    model, sess = _export(q, ember.randn(4, 1, 8, 8), dynamic_axes={"input": [0]})
+    assert {"QuantizeLinear", "DequantizeLinear", "ReduceMin", "ReduceMax"} <= {n.op_type for n in model.graph.node}
+    for b in (1, 40):
+        x = ember.randn(b, 1, 8, 8)
+        got, want = sess.run(None, {"input": x.numpy()})[0], q(x).detach().numpy()
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() <= 0.02 * np.abs(want).max()
+        assert (got.argmax(1) == want.argmax(1)).mean() >= 0.95
+
+
+def test_quantized_params_are_refused_as_graph_inputs():
+    q = _quantized("mlp", "static")
+    with pytest.raises(ember.onnx.OnnxExporterError, match="export_params=False with the quantized parameter"):
+        ember.onnx.export(q, ember.randn(2, 1, 8, 8), io.BytesIO(), export_params=False)
 
 
 def test_digits_example_exports_onnx(tmp_path):
@@ -152,6 +258,18 @@ def test_digits_example_exports_onnx(tmp_path):
     r = digits.main(["--model", "cnn", "--epochs", "1", "--no-progress", "--export-onnx", path])
     onnx.checker.check_model(onnx.load(path))
     assert r["onnx"]["agree"] == 360 and r["onnx"]["max_abs_diff"] < 1e-4
+
+
+def test_digits_example_exports_the_int8_model_beside_the_float_one(tmp_path):
+    pytest.importorskip("ember_quantized", reason="--quantize needs the ember-quantized plugin")
+    from ember.examples import digits
+    path = str(tmp_path / "digits.onnx")
+    r = digits.main(["--model", "mlp", "--epochs", "1", "--no-progress", "--quantize", "static",
+                     "--export-onnx", path])
+    q = r["quantized"]["onnx"]
+    assert q["path"] == str(tmp_path / "digits.int8.onnx")
+    onnx.checker.check_model(onnx.load(q["path"]))
+    assert q["agree"] >= 355 and q["max_diff_steps"] <= 1.0 + 1e-5
 
 
 def test_docs_table_is_generated_from_the_mapping():

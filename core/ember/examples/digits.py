@@ -211,7 +211,8 @@ def _check_checkpoint(path, model, opt, args, x_te):
 
 def _export_onnx(path, model, x_te):
     """Export the trained model to ONNX at ``path`` (batch dim symbolic) and, when onnxruntime is installed, check
-    it predicts the held-out images as ember does; returns ``{"path", "agree", "max_abs_diff"}``."""
+    it predicts the held-out images as ember does; returns ``{"path", "agree", "max_abs_diff"}``. A quantized model
+    is exported in ONNX's QDQ form (QuantizeLinear / DequantizeLinear around the float ops)."""
     model.eval()
     cpu_model = model.to("cpu") if x_te.device.type != "cpu" else model
     x = x_te.cpu()
@@ -229,9 +230,24 @@ def _export_onnx(path, model, x_te):
         want = cpu_model(x).numpy()
     out["agree"] = int((got.argmax(1) == want.argmax(1)).sum())
     out["max_abs_diff"] = float(abs(got - want).max())
-    print(f"onnx: exported to {path}; onnxruntime agrees on {out['agree']}/{len(x)} held-out predictions "
-          f"(max |logit difference| {out['max_abs_diff']:.2e})")
+    steps = ""
+    if _is_quantized(cpu_model):          # the int8 logits: count the difference in steps of the output's scale
+        scale = [m.scale for m in cpu_model.modules() if isinstance(getattr(m, "scale", None), float)][-1]
+        out["max_diff_steps"] = out["max_abs_diff"] / scale
+        steps = f" = {out['max_diff_steps']:.2f} quantization steps"
+    print(f"onnx: exported {'the int8 model ' if _is_quantized(cpu_model) else ''}to {path}; onnxruntime agrees on "
+          f"{out['agree']}/{len(x)} held-out predictions (max |logit difference| {out['max_abs_diff']:.2e}{steps})")
     return out
+
+
+def _is_quantized(model):
+    return any(t.is_quantized for t in model.state_dict().values() if isinstance(t, ember.Tensor))
+
+
+def _int8_path(path):
+    """Where ``--export-onnx PATH`` with ``--quantize`` writes the int8 model: ``digits.onnx`` -> ``digits.int8.onnx``."""
+    root, dot, ext = str(path).rpartition(".")
+    return f"{root}.int8.{ext}" if dot and "/" not in ext else f"{path}.int8.onnx"
 
 
 def _plot(history, path):
@@ -271,7 +287,8 @@ def parse_args(argv=None):
     p.add_argument("--checkpoint", metavar="PATH", help="save the trained model here, reload and verify it")
     p.add_argument("--plot", metavar="PATH", help="write loss / accuracy curves (PNG) with matplotlib")
     p.add_argument("--export-onnx", metavar="PATH", help="export the trained model as ONNX (needs the onnx package; "
-                   "checked in onnxruntime when installed)")
+                   "checked in onnxruntime when installed); with --quantize also the int8 model, to PATH with "
+                   "'.int8' before the extension")
     p.add_argument("--no-augment", dest="augment", action="store_false",
                    help="train the CNN without random one-pixel shifts")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
@@ -370,6 +387,9 @@ def main(argv=None) -> dict:
     if args.quantize and rank == 0:
         from .digits_quantize import run as run_quantized
         result["quantized"] = run_quantized(args, model, data)
+        if args.export_onnx:
+            result["quantized"]["onnx"] = _export_onnx(_int8_path(args.export_onnx),
+                                                       result["quantized"]["quantized_model"], data[2])
     return result
 
 

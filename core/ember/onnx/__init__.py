@@ -58,7 +58,10 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     - ``opset_version``: 17 by default; 13 to 20 are mapped.
     - ``input_names`` / ``output_names``: the graph's names (default ``input`` / ``output``, numbered when several).
     - ``dynamic_axes``: ``{name: {axis: "dim_name"}}`` or ``{name: [axes]}``: those dims are symbolic (the batch
-      dim, typically; a reshape after tracing keeps a leading batch dim free).
+      dim, typically). The model is traced again with each such input dim grown, and the sizes the trace
+      recorded that follow the dims (reshape targets, slice bounds, an LSTM's zero initial state, a count) are
+      computed from the inputs' shapes at run time (``ember.onnx._dynamic``). A model given already traced keeps
+      the sizes it was traced with (only the named dims are marked symbolic).
     - ``export_params=False``: parameters and buffers become graph inputs after the model's own.
     - ``do_constant_folding``: nodes that read only parameters, buffers and constants are computed at export.
     A module is exported in eval mode (PyTorch's ``training=TrainingMode.EVAL``) and put back as it was.
@@ -67,6 +70,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     :raises UnsupportedOperatorError: (a RuntimeError) an op of the traced graph has no ONNX mapping at the opset,
         naming the op and the opset.
     :raises ValueError: an opset outside 13..20, more names than inputs / outputs, dynamic_axes naming neither.
+    :raises OnnxExporterError: (a RuntimeError) with ``dynamic_axes``, when the traced graph changes with the size
+        (control flow on it) or a float or a constant's values follow the size.
     :raises NotImplementedError: ``kwargs``, ``training`` other than eval, or another unsupported option.
     :raises ModuleNotFoundError: the ``onnx`` package is not installed.
     """
@@ -91,26 +96,35 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     if isinstance(args, ember.Tensor):
         args = (args,)
     opset = 17 if opset_version is None else int(opset_version)
+    dyn = None
     if isinstance(model, (ember.jit.ScriptModule, ember.jit.ScriptFunction)):
         traced = model
     else:
-        was = model.training if isinstance(model, Module) else None
-        if was:
-            model.eval()
-        _EXPORTING[0] += 1
-        try:
-            traced = ember.jit.trace(model, tuple(args), check_trace=False)
-        finally:
-            _EXPORTING[0] -= 1
+        def trace(a):
+            was = model.training if isinstance(model, Module) else None
             if was:
-                model.train(was)
+                model.eval()
+            _EXPORTING[0] += 1
+            try:
+                return ember.jit.trace(model, tuple(a), check_trace=False)
+            finally:
+                _EXPORTING[0] -= 1
+                if was:
+                    model.train(was)
+        traced = trace(args)
+        if dynamic_axes:
+            from ._dynamic import analyse
+            names = _export.input_names_for(len(traced.graph.inputs), input_names)
+            tensors = [a for a in args if isinstance(a, ember.Tensor)]
+            if len(tensors) == len(names):
+                dyn = analyse(lambda a: trace(a).graph, tuple(tensors), names, dynamic_axes, traced.graph)
     state = {}
     if isinstance(traced, ember.jit.ScriptModule):
         state = dict(traced.named_parameters(remove_duplicate=False))
         state.update(traced.named_buffers(remove_duplicate=False))
     proto = _export.export_graph(traced.graph, state, input_names=input_names, output_names=output_names,
                                  dynamic_axes=dynamic_axes, opset_version=opset, export_params=export_params,
-                                 do_constant_folding=do_constant_folding)
+                                 do_constant_folding=do_constant_folding, dyn=dyn)
     if verbose:
         print(onnx.helper.printable_graph(proto.graph))
     if f is None:

@@ -47,10 +47,50 @@ def table_markdown() -> str:
 
 
 class _Ctx:
-    def __init__(self, graph, opset):
+    def __init__(self, graph, opset, dyn=None, in_names=()):
         import onnx
         self.onnx, self.h, self.graph, self.opset = onnx, onnx.helper, graph, opset
         self.nodes, self.inits, self.count = [], [], 0
+        self.dyn, self.in_names, self.cache = dyn, list(in_names), {}
+        self.qp = {}          # value id of a quantized tensor -> (scale name, zero point name, axis or None)
+
+    # ------------------------------------------------------------ sizes that follow dynamic dims
+    def _delta(self, sym):
+        """An int64 scalar: how much larger symbol ``sym`` is than in the example (read with Shape at run time)."""
+        if ("delta", sym) not in self.cache:
+            i, axis, size = self.dyn.symbols[sym][0]
+            dim = self.node("Gather", [self.node("Shape", [self.in_names[i]]), self.const(axis, "int64", "axis")],
+                            axis=0)
+            self.cache[("delta", sym)] = self.node("Sub", [dim, self.const(size, "int64", "size")])
+        return self.cache[("delta", sym)]
+
+    def dyn_scalar(self, d):
+        """An int64 scalar holding the ``Dyn`` ``d`` (``_dynamic``) at run time."""
+        if d.key() not in self.cache:
+            acc = self.const(d.f0, "int64", "f0")
+            terms = [(b, [s]) for s, b in d.lin.items()] + [(b, list(st)) for st, b in d.quad.items()]
+            for b, syms in terms:
+                t = self._delta(syms[0])
+                for s in syms[1:]:
+                    t = self.node("Mul", [t, self._delta(s)])
+                acc = self.node("Add", [acc, self.node("Mul", [t, self.const(b, "int64", "coef")])])
+            self.cache[d.key()] = acc
+        return self.cache[d.key()]
+
+    def shape_tensor(self, seq):
+        """A 1-d int64 tensor of ``seq`` (ints and ``Dyn``): an initializer when no entry is dynamic."""
+        from ._dynamic import Dyn
+        seq = list(seq)
+        if not any(isinstance(v, Dyn) for v in seq):
+            return self.ints(seq)
+        one = self.ints([1])
+        parts = [self.node("Reshape", [self.dyn_scalar(v), one]) if isinstance(v, Dyn) else self.ints([v])
+                 for v in seq]
+        return self.node("Concat", parts, axis=0)
+
+    def dims(self, vid):
+        """``{axis: Dyn}`` of the dims of value ``vid`` that follow a dynamic dim."""
+        return self.dyn.value_dims.get(vid, {}) if self.dyn is not None else {}
 
     def name(self, vid):
         return f"v{vid}"
@@ -83,7 +123,8 @@ class _Ctx:
 
 
 _NP = {"float32": "float32", "float64": "float64", "float16": "float16", "int64": "int64", "int32": "int32",
-       "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool"}
+       "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool", "quint8": "uint8", "qint8": "int8",
+       "qint32": "int32"}
 
 
 def _elem(dt):
@@ -91,13 +132,17 @@ def _elem(dt):
     return {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "float16": TensorProto.FLOAT16,
             "bfloat16": TensorProto.BFLOAT16, "int64": TensorProto.INT64, "int32": TensorProto.INT32,
             "int16": TensorProto.INT16, "int8": TensorProto.INT8, "uint8": TensorProto.UINT8,
-            "bool": TensorProto.BOOL}[dt]
+            "bool": TensorProto.BOOL, "quint8": TensorProto.UINT8, "qint8": TensorProto.INT8,
+            "qint32": TensorProto.INT32}[dt]
 
 
 def _operand(ctx, a, like_vid):
     """A tensor argument's name, or a scalar made a constant of ``like_vid``'s dtype."""
+    from ._dynamic import Dyn
     if isinstance(a, str):
         return a
+    if isinstance(a, Dyn):
+        return ctx.node("Cast", [ctx.dyn_scalar(a)], to=_elem(ctx.meta(like_vid)[1]))
     return ctx.const(a, ctx.meta(like_vid)[1], "scalar")
 
 
@@ -204,6 +249,13 @@ def _conv2d(ctx, n, args, kw, outs):
              pads=list(padding) * 2, dilations=list(dilation), group=int(groups))
 
 
+def _keep_qparams(ctx, n):
+    """A view or a max pool of a quantized tensor keeps its scale and zero point."""
+    src = n["args"][0].get("v")
+    if src in ctx.qp:
+        ctx.qp[n["outputs"][0]] = ctx.qp[src]
+
+
 @_maps("max_pool2d_with_indices", "MaxPool")
 def _max_pool2d(ctx, n, args, kw, outs):
     kernel = list(args[1])
@@ -214,6 +266,7 @@ def _max_pool2d(ctx, n, args, kw, outs):
     if outs[1] is not None:
         raise UnsupportedOperatorError(f"ember.onnx.export: the indices of max_pool2d_with_indices are not mapped to "
                                        f"ONNX (opset {ctx.opset}): ONNX's MaxPool numbers them differently")
+    _keep_qparams(ctx, n)
     ctx.node("MaxPool", [args[0]], [outs[0]], kernel_shape=kernel, strides=stride, pads=padding * 2,
              dilations=dilation, ceil_mode=ceil)
 
@@ -261,6 +314,7 @@ def _var(ctx, n, args, kw, outs):
     correction = 1 if correction is None else correction
     keep = int(bool(kw.get("keepdim", False)))
     count = math.prod(shape[d] for d in dim) - correction
+    dyn = ctx.dims(src)
     axes = ctx.ints(dim)
     if ctx.opset >= 18:
         mean = ctx.node("ReduceMean", [args[0], axes], keepdims=1)
@@ -268,13 +322,20 @@ def _var(ctx, n, args, kw, outs):
         mean = ctx.node("ReduceMean", [args[0]], axes=dim, keepdims=1)
     d = ctx.node("Sub", [args[0], mean])
     ss = ctx.node("ReduceSum", [ctx.node("Mul", [d, d]), axes], keepdims=keep)
+    if any(d in dyn for d in dim):          # a reduced dim follows a dynamic dim: count it at run time
+        n_el = ctx.node("ReduceProd", [ctx.shape_tensor([dyn.get(d, shape[d]) for d in dim])], keepdims=0)
+        n_el = ctx.node("Max", [ctx.node("Sub", [n_el, ctx.const(correction, "int64", "corr")]),
+                                ctx.const(0, "int64", "zero")])
+        ctx.node("Div", [ss, ctx.node("Cast", [n_el], to=_elem(dt))], [outs[0]])
+        return
     ctx.node("Div", [ss, ctx.const(max(count, 0), dt, "count")], [outs[0]])
 
 
 @_maps("slice", "Slice")
 def _slice(ctx, n, args, kw, outs):
     dim, start, end = args[1], args[2], args[3]
-    ctx.node("Slice", [args[0], ctx.ints([start]), ctx.ints([end]), ctx.ints([dim])], [outs[0]])
+    _keep_qparams(ctx, n)
+    ctx.node("Slice", [args[0], ctx.shape_tensor([start]), ctx.shape_tensor([end]), ctx.ints([dim])], [outs[0]])
 
 
 @_maps("cat", "Concat")
@@ -282,14 +343,109 @@ def _cat(ctx, n, args, kw, outs):
     ctx.node("Concat", list(args[0]), [outs[0]], axis=int(args[1]) if len(args) > 1 else 0)
 
 
+# ---------------------------------------------------------------- quantized (QDQ)
+# A quantized tensor is exported as its integers (uint8 for quint8, int8 for qint8) with its scale and zero point
+# kept beside it (``ctx.qp``); a quantized op is written in ONNX's QDQ form, DequantizeLinear -> the float op ->
+# QuantizeLinear, which ONNX Runtime runs as integer kernels (QLinearConv, QGemm) where it has them. Results agree
+# with ember's integer kernels within one quantization step (float rounding differs at ties).
+def _qparams(ctx, n, k=0):
+    vid = n["args"][k]["v"]
+    if vid not in ctx.qp:
+        raise UnsupportedOperatorError(f"ember.onnx.export: op '{n['op']}' reads a quantized tensor whose scale and "
+                                       f"zero point the exporter does not know (opset {ctx.opset})")
+    return ctx.qp[vid]
+
+
+def _dequant(ctx, n, name, k=0):
+    scale, zp, axis = _qparams(ctx, n, k)
+    return ctx.node("DequantizeLinear", [name, scale, zp], **({} if axis is None else {"axis": axis}))
+
+
+def _quant_out(ctx, n, y, scale, zero_point, dtype, out):
+    """QuantizeLinear of float ``y`` to ``out`` with per-tensor (scale, zero_point) of quantized dtype ``dtype``."""
+    zp_name = ctx.const(int(zero_point), dtype, "zero_point")
+    s_name = ctx.const(float(scale), "float32", "scale")
+    ctx.qp[n["outputs"][0]] = (s_name, zp_name, None)
+    ctx.node("QuantizeLinear", [y, s_name, zp_name], [out])
+
+
+@_maps("quantize_per_tensor", "QuantizeLinear")
+def _quantize_per_tensor(ctx, n, args, kw, outs):
+    dtype = str(args[3]).replace("ember.", "")
+    if dtype not in ("quint8", "qint8"):
+        raise UnsupportedOperatorError(f"ember.onnx.export: quantize_per_tensor to {dtype} is not mapped to ONNX "
+                                       f"(opset {ctx.opset}); quint8 and qint8 are")
+    _quant_out(ctx, n, args[0], args[1], args[2], dtype, outs[0])
+
+
+@_maps("dequantize", "DequantizeLinear")
+def _dequantize(ctx, n, args, kw, outs):
+    scale, zp, axis = _qparams(ctx, n)
+    ctx.node("DequantizeLinear", [args[0], scale, zp], [outs[0]], **({} if axis is None else {"axis": axis}))
+
+
+@_maps("quantized_linear quantized_linear_relu", "DequantizeLinear, Gemm / MatMul, Relu, QuantizeLinear")
+def _quantized_linear(ctx, n, args, kw, outs):
+    x, w = _dequant(ctx, n, args[0]), _dequant(ctx, n, args[1], 1)
+    y = _float_linear(ctx, n, x, w, args[2])
+    if n["op"].endswith("_relu"):
+        y = ctx.node("Relu", [y])
+    _quant_out(ctx, n, y, args[3], args[4], ctx.meta(n["outputs"][0])[1], outs[0])
+
+
+def _float_linear(ctx, n, x, w, b):
+    if ctx.rank(n["args"][0]["v"]) == 2:
+        return ctx.node("Gemm", [x, w] + ([b] if b is not None else []), transB=1)
+    y = ctx.node("MatMul", [x, ctx.node("Transpose", [w], perm=[1, 0])])
+    return y if b is None else ctx.node("Add", [y, b])
+
+
+@_maps("quantized_conv2d quantized_conv2d_relu", "DequantizeLinear, Conv, Relu, QuantizeLinear")
+def _quantized_conv2d(ctx, n, args, kw, outs):
+    x, w, b = _dequant(ctx, n, args[0]), _dequant(ctx, n, args[1], 1), args[2]
+    stride, padding, dilation, groups = args[3:7]
+    y = ctx.node("Conv", [x, w] + ([b] if b is not None else []), strides=list(stride), pads=list(padding) * 2,
+                 dilations=list(dilation), group=int(groups))
+    if n["op"].endswith("_relu"):
+        y = ctx.node("Relu", [y])
+    _quant_out(ctx, n, y, args[7], args[8], ctx.meta(n["outputs"][0])[1], outs[0])
+
+
+@_maps("quantized_linear_dynamic", "ReduceMin, ReduceMax, QuantizeLinear, DequantizeLinear, Gemm / MatMul")
+def _quantized_linear_dynamic(ctx, n, args, kw, outs):
+    """The input quantized per call to quint8 over [0, 127] (reduce_range, PyTorch's x86 default) or [0, 255]
+    with the range of its values and 0 (fbgemm's ChooseQuantizationParams), as ember's kernel does. ONNX's
+    DynamicQuantizeLinear has no reduced range, so the qparams are computed with plain ops."""
+    x = args[0]
+    reduce_range = args[3] if len(args) > 3 else kw.get("reduce_range", True)
+    qmax = 127 if reduce_range else 255
+    f64 = _elem("float64")
+    zero = ctx.const(0.0, "float64", "zero")
+    lo = ctx.node("Min", [ctx.node("Cast", [ctx.node("ReduceMin", [x], keepdims=0)], to=f64), zero])
+    hi = ctx.node("Max", [ctx.node("Cast", [ctx.node("ReduceMax", [x], keepdims=0)], to=f64), zero])
+    # the scale in float64 rounded to float32 and the zero point in float64, as choose_qparams computes them
+    scale = ctx.node("Div", [ctx.node("Sub", [hi, lo]), ctx.const(float(qmax), "float64", "qmax")])
+    scale = ctx.node("Cast", [scale], to=_elem("float32"))
+    scale = ctx.node("Where", [ctx.node("Equal", [scale, ctx.const(0.0, "float32", "zero")]),
+                               ctx.const(0.1, "float32", "fallback"), scale])
+    zp = ctx.node("Div", [ctx.node("Neg", [lo]), ctx.node("Cast", [scale], to=f64)])
+    zp = ctx.node("Clip", [ctx.node("Round", [zp]), zero, ctx.const(float(qmax), "float64", "qmax")])
+    zp = ctx.node("Cast", [zp], to=_elem("quint8"))
+    xq = ctx.node("DequantizeLinear", [ctx.node("QuantizeLinear", [x, scale, zp]), scale, zp])
+    y = _float_linear(ctx, n, xq, _dequant(ctx, n, args[1], 1), args[2])
+    ctx.node("Identity", [y], [outs[0]])
+
+
 # ---------------------------------------------------------------- views, copies
 @_maps("reshape", "Reshape")
 def _reshape(ctx, n, args, kw, outs):
-    ctx.node("Reshape", [args[0], ctx.ints(args[1])], [outs[0]])
+    _keep_qparams(ctx, n)
+    ctx.node("Reshape", [args[0], ctx.shape_tensor(args[1])], [outs[0]])
 
 
 @_maps("permute", "Transpose")
 def _permute(ctx, n, args, kw, outs):
+    _keep_qparams(ctx, n)
     ctx.node("Transpose", [args[0]], [outs[0]], perm=list(args[1]))
 
 
@@ -298,6 +454,9 @@ def _as_strided(ctx, n, args, kw, outs):
     src = n["args"][0]["v"]
     shape = ctx.meta(src)[0]
     size, stride, offset = args[1], args[2], args[3]
+    if ctx.dims(src):
+        raise UnsupportedOperatorError(f"ember.onnx.export: a strided view (as_strided) of a tensor whose dims follow "
+                                       f"a dynamic axis is not mapped to ONNX (opset {ctx.opset})")
     base = [math.prod(shape[i + 1:]) for i in range(len(shape))]
     if len(size) != len(shape) or any(s != b for s, b, k in zip(stride, base, size) if k != 1):
         raise UnsupportedOperatorError(f"ember.onnx.export: a strided view (as_strided, shape {list(size)}, strides "
@@ -324,22 +483,41 @@ def _copy(ctx, n, args, kw, outs):
 
 
 # ---------------------------------------------------------------- the model
+def input_names_for(n_inputs, input_names):
+    """The ONNX names of a graph's ``n_inputs`` inputs: ``input_names`` then ``input`` / ``input_<i>``."""
+    names = list(input_names or [])
+    if len(names) > n_inputs:
+        raise ValueError(f"ember.onnx.export: {len(names)} input_names for a graph of {n_inputs} inputs")
+    return names + [f"input_{i}" if n_inputs > 1 else "input" for i in range(len(names), n_inputs)]
+
+
+#: ops whose mapping takes sizes that follow a dynamic dim (``_dynamic.Dyn``) among their constant arguments
+_DYN_OK = {"reshape", "slice", "add", "sub", "mul", "true_divide", "pow", "maximum", "minimum", "where",
+           "masked_fill", "clamp"}
+
+
+def _has_dyn(n):
+    from ._dynamic import Dyn, _leaves
+    return any(isinstance(leaf, Dyn) for a in list(n["args"]) + list(n["kwargs"].values()) if "c" in a
+               for _, leaf in _leaves(a["c"]))
+
+
 def export_graph(graph, state, *, input_names, output_names, dynamic_axes, opset_version, export_params,
-                 do_constant_folding, producer="ember"):
-    """The ``onnx.ModelProto`` of a ``JitGraph`` whose state is ``state`` (name -> tensor)."""
+                 do_constant_folding, producer="ember", dyn=None):
+    """The ``onnx.ModelProto`` of a ``JitGraph`` whose state is ``state`` (name -> tensor); ``dyn`` is what
+    ``_dynamic.analyse`` found for ``dynamic_axes`` (sizes that follow the dynamic dims), or None."""
     import onnx
     from onnx import helper, numpy_helper
     from ..jit._graph import _unflatten_names
     if not MIN_OPSET <= opset_version <= MAX_OPSET:
         raise ValueError(f"ember.onnx.export: opset_version {opset_version} is not supported (ember maps its ops "
                          f"for opsets {MIN_OPSET} to {MAX_OPSET})")
+    if dyn is not None:
+        graph = dyn.graph
     if do_constant_folding and export_params:
-        graph = _fold(graph, state)
-    ctx = _Ctx(graph, opset_version)
-    in_names = list(input_names or [])
-    if len(in_names) > len(graph.inputs):
-        raise ValueError(f"ember.onnx.export: {len(in_names)} input_names for a graph of {len(graph.inputs)} inputs")
-    in_names += [f"input_{i}" if len(graph.inputs) > 1 else "input" for i in range(len(in_names), len(graph.inputs))]
+        graph = _fold(graph, state, set(dyn.const_shapes) if dyn is not None else set())
+    in_names = input_names_for(len(graph.inputs), input_names)
+    ctx = _Ctx(graph, opset_version, dyn, in_names)
     out_vids = _unflatten_names(graph.outputs)
     o_names = list(output_names or [])
     if len(o_names) > len(out_vids):
@@ -352,11 +530,13 @@ def export_graph(graph, state, *, input_names, output_names, dynamic_axes, opset
         names[vid] = sname
     for vid in graph.constants:
         names[vid] = f"const_{vid}"
-    dyn = _dynamic(dynamic_axes, set(in_names) | set(o_names))
+    dyn_names = _dynamic(dynamic_axes, set(in_names) | set(o_names))
 
     def vinfo(name, vid):
         shape, dt = graph.values[vid]
-        dims = [dyn.get(name, {}).get(i, d) for i, d in enumerate(shape)]
+        follow = ctx.dims(vid)
+        dims = [dyn_names.get(name, {}).get(i, _dim_name(ctx, follow[i]) if i in follow else d)
+                for i, d in enumerate(shape)]
         return helper.make_tensor_value_info(name, _elem(dt), dims)
 
     inputs = [vinfo(nm, vid) for vid, nm in zip(graph.inputs, in_names)]
@@ -368,18 +548,34 @@ def export_graph(graph, state, *, input_names, output_names, dynamic_axes, opset
     for sname, vid in graph.state.items():
         if vid not in used:
             continue                          # a buffer the forward never reads (num_batches_tracked)
-        if not export_params:
+        t = state.get(sname)
+        if t is not None and t.is_quantized:
+            if not export_params:
+                raise OnnxExporterError(f"ember.onnx.export: export_params=False with the quantized parameter "
+                                        f"'{sname}' is not supported (its scale and zero point would be lost)")
+            inits.append(numpy_helper.from_array(t.int_repr().cpu().numpy(), sname))
+            ctx.qp[vid] = _state_qparams(ctx, sname, t)
+        elif not export_params:
             inputs.append(vinfo(sname, vid))
         else:
             inits.append(numpy_helper.from_array(state[sname].detach().cpu().numpy(), sname))
     for vid, t in graph.constants.items():
-        inits.append(numpy_helper.from_array(t.detach().cpu().numpy(), f"const_{vid}"))
+        if dyn is not None and vid in dyn.const_shapes:      # one repeated value in a shape that follows a dim
+            fill = t.detach().cpu().reshape(-1)[:1].numpy().reshape(())
+            ctx.node("Expand", [ctx.const(fill, _dtype_of(t), "fill"), ctx.shape_tensor(dyn.const_shapes[vid])],
+                     [f"const_{vid}"])
+        else:
+            inits.append(numpy_helper.from_array(t.detach().cpu().numpy(), f"const_{vid}"))
     for n in graph.nodes:
         entry = MAPPING.get(n["op"])
         if entry is None or entry[2] > opset_version:
             why = "has no ONNX mapping" if entry is None else f"needs opset {entry[2]} or newer"
             raise UnsupportedOperatorError(f"ember.onnx.export: ember op '{n['op']}' {why} (opset_version="
                                            f"{opset_version}). Supported ops: {', '.join(sorted(MAPPING))}.")
+        if n["op"] not in _DYN_OK and _has_dyn(n):
+            raise UnsupportedOperatorError(f"ember.onnx.export: ember op '{n['op']}' takes a size that follows a "
+                                           f"dynamic axis, which its ONNX mapping cannot take (opset {opset_version}); "
+                                           f"export with fixed shapes")
 
         def arg(a):
             if "v" in a:
@@ -406,6 +602,30 @@ def export_graph(graph, state, *, input_names, output_names, dynamic_axes, opset
     return model
 
 
+def _state_qparams(ctx, sname, t):
+    """Initializers for quantized tensor ``t``'s scale and zero point: (scale, zero point, axis or None)."""
+    import ember
+    dt = str(t.dtype).replace("ember.", "")
+    if t.qscheme() in (ember.per_tensor_affine, ember.per_tensor_symmetric):
+        return ctx.const(float(t.q_scale()), "float32", sname + "_scale"), \
+            ctx.const(int(t.q_zero_point()), dt, sname + "_zero_point"), None
+    return ctx.const(t.q_per_channel_scales().tolist(), "float32", sname + "_scale"), \
+        ctx.const(t.q_per_channel_zero_points().tolist(), dt, sname + "_zero_point"), int(t.q_per_channel_axis())
+
+
+def _dim_name(ctx, d):
+    """A symbolic dim's name for an output: the symbol when the dim is exactly it, else None (unknown)."""
+    if not d.quad and len(d.lin) == 1:
+        (sym, b), = d.lin.items()
+        if b == 1 and ctx.dyn.symbols[sym][0][2] == d.f0:
+            return sym
+    return None
+
+
+def _dtype_of(t):
+    return str(t.dtype).replace("ember.", "")
+
+
 def _dynamic(dynamic_axes, known):
     out = {}
     for name, axes in (dynamic_axes or {}).items():
@@ -419,22 +639,23 @@ def _dynamic(dynamic_axes, known):
     return out
 
 
-def _fold(graph, state):
+def _fold(graph, state, keep=frozenset()):
     """A copy of ``graph`` where nodes that read only state and constants are computed now (their results become
-    constants): ``do_constant_folding``."""
+    constants): ``do_constant_folding``. Constants in ``keep`` (their shape follows a dynamic dim) and nodes with
+    sizes that follow one are not folded."""
     import copy
     import ember
     from .._dispatch import ops
     from ..jit._graph import VIEW_OPS, _unflatten_names
     g = copy.copy(graph)
     g.constants = dict(graph.constants)
-    env = dict(g.constants)
+    env = {k: v for k, v in g.constants.items() if k not in keep}
     env.update({vid: state[n] for n, vid in graph.state.items()})
     nodes = []
     for n in graph.nodes:
         tensor_args = [a for a in list(n["args"]) + list(n["kwargs"].values()) if "v" in a or "vs" in a]
         ins = [v for a in tensor_args for v in ([a["v"]] if "v" in a else a["vs"])]
-        if not ins or not all(v in env for v in ins) or n["op"] in ("copy_",) or \
+        if not ins or not all(v in env for v in ins) or n["op"] in ("copy_",) or _has_dyn(n) or \
                 any(v is None for v in n["outputs"]) or len(n["outputs"]) != 1:
             nodes.append(n)
             continue
