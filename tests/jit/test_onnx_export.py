@@ -125,6 +125,19 @@ def _flat(r):
     return out
 
 
+class _LstmLM(nn.Module):
+    """A word-level LSTM language model (embedding -> 2-layer LSTM -> vocabulary logits)."""
+
+    def __init__(self, vocab=10, dim=6):
+        super().__init__()
+        self.embed, self.lstm, self.head = nn.Embedding(vocab, dim), nn.LSTM(dim, dim, 2, batch_first=True), \
+            nn.Linear(dim, vocab)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.embed(tokens))
+        return self.head(out).log_softmax(-1)
+
+
 _SEQ = {   # model, example input, dynamic axes of the input, input shapes to run the exported model at
     "lstm": lambda: (nn.LSTM(4, 6, batch_first=True), ember.randn(2, 5, 4), {0: "batch"}, [(1, 5, 4), (7, 5, 4)]),
     "lstm_bi2": lambda: (nn.LSTM(4, 6, num_layers=2, bidirectional=True), ember.randn(5, 2, 4), {1: "batch"},
@@ -136,6 +149,8 @@ _SEQ = {   # model, example input, dynamic axes of the input, input shapes to ru
         {0: "seq", 1: "batch"}, [(3, 1, 8), (7, 4, 8)]),
     "embedding_layernorm": lambda: (nn.Sequential(nn.Embedding(10, 4), nn.LayerNorm(4), nn.GELU()),
                                     ember.tensor([[1, 2, 3], [4, 5, 9]]), {0: "batch", 1: "seq"}, [(1, 1), (5, 7)]),
+    "lstm_language_model": lambda: (_LstmLM(), ember.tensor([[1, 2, 3, 4], [4, 5, 9, 0]]), {0: "batch"},
+                                    [(1, 4), (6, 4)]),
 }
 
 
