@@ -7,10 +7,11 @@ classes and messages are PyTorch's. A singular or non-positive-definite input ra
 ``LinAlgError`` (a RuntimeError) with PyTorch's message; the ``*_ex`` variants return
 ``info`` (int32, 0 = success) instead, unless ``check_errors=True``.
 
-Gradients: the ops are differentiable in float32 / float64 (derivatives from PyTorch's
-FunctionsManual, in ``autograd/_linalg_formulas.py``) except householder_product, ldl_factor
-and ldl_solve; the composites differentiate through the ops they are built from. Complex
-inputs give forward values; complex gradients are not supported yet.
+Gradients: the ops are differentiable in float32 / float64 / complex64 / complex128 (derivatives
+from PyTorch's FunctionsManual, in ``autograd/_linalg_formulas.py``) except ldl_factor and
+ldl_solve; the composites differentiate through the ops they are built from. For complex eig /
+eigh / svd the loss must not depend on the phase of the eigen- / singular vectors: backward raises
+PyTorch's RuntimeError ("... specified up to multiplication by e^{i phi} ...") when it does.
 """
 from __future__ import annotations
 
@@ -539,7 +540,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 def householder_product(A, tau, *, out=None):
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H with v_i below the diagonal of column i of
     ``A`` (*, m, n), m >= n >= k = tau.shape[-1] (matches torch.linalg.householder_product; LAPACK orgqr).
-    Not differentiable yet."""
+    Differentiable in ``A`` (its entries below the diagonal of the first k columns) and ``tau``."""
     return K.linalg_householder_product(A, tau, out=out)
 
 

@@ -5,9 +5,13 @@ The formulas are PyTorch's (derivatives.yaml and FunctionsManual.cpp: ``linalg_d
 ``svd_backward``, ``linalg_lu_backward``, ``linalg_solve_triangular_backward``, the block-matrix
 rule of ``differential_analytic_matrix_function`` for matrix_exp), rewritten with ember ops so
 every device gets them and they can be differentiated again. The formulas write the conjugate
-(``_c`` / ``_h``) where FunctionsManual does, so det, slogdet, inv, solve, solve_triangular, cholesky,
-matrix_exp, lu_factor and lu_solve are in ``derivatives.COMPLEX_SAFE`` (checked against torch in
-tests/complex); qr, eig / eigh and svd (their gauge terms) still refuse complex gradients.
+(``_c`` / ``_h``) where FunctionsManual does, so every op here is in ``derivatives.COMPLEX_SAFE``
+(checked against torch in tests/complex and tests/linalg/test_complex_grads.py). The complex
+eigenvectors / singular vectors are defined up to a phase e^{i phi} per column: as in PyTorch, eig /
+eigh / svd check that the loss does not depend on it (im diag(V^H gV) ~ 0, with PyTorch's lax
+rtol = atol = 1e-2) and raise PyTorch's RuntimeError otherwise. ``householder_product`` follows
+``householder_product_backward``'s result (one sweep over the reflectors), written here as rank-1
+updates.
 
 Known limits: ``det`` of a singular matrix has an inf / NaN gradient (PyTorch switches to an
 SVD-based formula there); ``lu_factor`` is differentiable for square matrices only.
@@ -105,10 +109,37 @@ def cholesky_grad(grad, L, upper):
     return _trsolve(L, gA, upper=False, left=False)
 
 
+def _real(x):
+    """re(x) of a complex ``x`` (differentiable), x itself otherwise."""
+    return x.real if x._dtype.is_complex else x
+
+
 def _copyltu(M):
-    """The Hermitian matrix whose lower triangle (and real diagonal) is M's."""
+    """The Hermitian matrix whose strict lower triangle is M's and whose diagonal is re(diag M): the adjoint of
+    the map onto Q^H dQ (skew-Hermitian, so its diagonal, i im(diag), is not the R side's real diagonal)."""
     low = M.tril(-1)
-    return low + _h(low) + _diag_embed(M.diagonal(0, -2, -1))
+    return low + _h(low) + _diag_embed(_real(M.diagonal(0, -2, -1))).to(M._dtype)
+
+
+def _check_gauge(imag_diag, op, what, other=None):
+    """PyTorch's check that a loss of complex eigen- / singular vectors does not depend on their phases:
+    ``imag_diag`` (the imaginary part of diag(V^H gV), real) must be allclose to ``other`` (0 when None) with
+    PyTorch's lax rtol = atol = 1e-2. One host read of a boolean."""
+    ember = _e()
+    with ember.no_grad():
+        if other is None:
+            bad = (imag_diag.abs() > 1e-2).any()
+        else:
+            bad = ((imag_diag - other).abs() > 1e-2 + 1e-2 * other.abs()).any()
+        bad = bool(bad.item())
+    if bad:
+        if what == "svd":
+            raise RuntimeError("svd_backward: The singular vectors in the complex case are specified up to "
+                               "multiplication by e^{i phi}. The specified loss function depends on this phase "
+                               "term, making it ill-defined.")
+        raise RuntimeError(f"{op}: The eigenvectors in the complex case are specified up to multiplication by "
+                           f"e^{{i phi}}. The specified loss function depends on this quantity, so it is "
+                           f"ill-defined.")
 
 
 def _qr_grad_tall(Q, R, gQ, gR):
@@ -137,18 +168,25 @@ def qr_grad(grads, A, Q, R, mode):
     return ember.cat([gX, Q @ gV], -1)
 
 
+def _without_diag(X):
+    return X - _diag_embed(X.diagonal(0, -2, -1))
+
+
 def eigh_grad(grads, grads_defined, L, V):
-    """A = V diag(L) V^H: gA = V (diag(gL) + skew(V^H gV) / E) V^H, E_ij = L_j - L_i (linalg_eig_backward)."""
+    """A = V diag(L) V^H: gA = V (diag(gL) + skew(V^H gV) / E) V^H, E_ij = L_j - L_i (linalg_eig_backward).
+    Complex V: the loss must not depend on the phases of V's columns (else PyTorch's RuntimeError)."""
     gL, gV = grads
     if not grads_defined[1]:
         return V @ _diag_embed(gL.to(V._dtype)) @ _h(V)
     VhgV = _h(V) @ gV
+    if V._dtype.is_complex:
+        _check_gauge(VhgV.diagonal(0, -2, -1).imag, "linalg_eigh_backward", "eig")
     VhgV = 0.5 * (VhgV - _h(VhgV))
     E = L.unsqueeze(-2) - L.unsqueeze(-1)
     E = E + _eye_like(E)
     inner = VhgV / E.to(V._dtype)
-    if grads_defined[0]:
-        inner = inner + _diag_embed(gL.to(V._dtype))
+    if grads_defined[0]:            # the diagonal is gL (PyTorch overwrites the i im(diag) left by skew)
+        inner = _without_diag(inner) + _diag_embed(gL.to(V._dtype))
     return V @ inner @ _h(V)
 
 
@@ -160,12 +198,14 @@ def eig_grad(grads, grads_defined, L, V):
     ember = _e()
     if grads_defined[1]:
         VhgV = _h(V) @ gV
-        d = VhgV.diagonal(0, -2, -1).to(L._dtype.to_real)   # the real part (a complex -> real copy)
-        VhgV = VhgV - _h(V) @ (V * d.unsqueeze(-2).to(V._dtype))
+        diag = VhgV.diagonal(0, -2, -1)
+        _check_gauge(diag.imag, "linalg_eig_backward", "eig")
+        VhgV = VhgV - _h(V) @ (V * diag.real.unsqueeze(-2).to(V._dtype))
         E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1)
         E = E + _eye_like(E)
         inner = VhgV / E
-        inner = inner - _diag_embed(inner.diagonal(0, -2, -1))
+        if grads_defined[0]:        # the diagonal is gL (PyTorch overwrites the ~0 i im(diag) term)
+            inner = _without_diag(inner)
     else:
         inner = ember.zeros_like(V)
     if grads_defined[0]:
@@ -180,7 +220,9 @@ def eig_real_grad(grads, grads_defined, A, L, V):
 
 def svd_grad(grads, grads_defined, A, U, S, Vh, full_matrices):
     """A = U diag(S) Vh (PyTorch's svd_backward): with skew(X) = X - X^H and E_ij = S_j^2 - S_i^2,
-    gA = U [(skew(U^H gU) S + S skew(V^H gV)) / E + diag(gS)] Vh plus the terms of U / V outside the span."""
+    gA = U [(skew(U^H gU) S + S skew(V^H gV)) / E + diag(gS)] Vh plus the terms of U / V outside the span.
+    Complex A: the loss must not depend on the common phase of U's and V's columns, im diag(U^H gU) =
+    -im diag(V^H gV) (else PyTorch's RuntimeError), and diag(i im(U^H gU) / S) joins the inner matrix."""
     ember = _e()
     gU, gS, gVh = grads
     dU, dS, dV = grads_defined
@@ -198,14 +240,25 @@ def svd_grad(grads, grads_defined, A, U, S, Vh, full_matrices):
     E = S2.unsqueeze(-2) - S2.unsqueeze(-1)
     E = (E + _eye_like(E)).to(dt)
     inner = ember.zeros(U._shape[:-2] + (k, k), dtype=dt, device=A._device)
+    UhgU = VhgV = None
     if dU:
         UhgU = _h(U) @ gU
-        inner = inner + (UhgU - _h(UhgU)) * Sd.unsqueeze(-2)
+        UhgU = UhgU - _h(UhgU)
+        inner = inner + UhgU * Sd.unsqueeze(-2)
     if dV:
         VhgV = _h(V) @ gV
-        inner = inner + Sd.unsqueeze(-1) * (VhgV - _h(VhgV))
+        VhgV = VhgV - _h(VhgV)
+        inner = inner + Sd.unsqueeze(-1) * VhgV
+    # E's diagonal is 1: the diagonal left here is 0 for real A, 2i S (im diag(U^H gU) + im diag(V^H gV)) ~ 0 for
+    # complex A (kept, as PyTorch keeps it, so that gradients agree even for a loss within the check's tolerance)
     inner = inner / E
-    inner = inner - _diag_embed(inner.diagonal(0, -2, -1))
+    if dt.is_complex:
+        zero = ember.zeros_like(S)
+        imU = UhgU.diagonal(0, -2, -1).imag if dU else zero
+        imV = VhgV.diagonal(0, -2, -1).imag if dV else zero
+        _check_gauge(imU, "svd_backward", "svd", other=-imV)
+        if dU and dV:               # i im(diag(U^H gU)) / S (the skew doubled it); PyTorch adds it when both are used
+            inner = inner + _diag_embed(UhgU.diagonal(0, -2, -1) / (2 * Sd))
     if dS:
         inner = inner + _diag_embed(gS.to(dt))
     if m > k and dU:
@@ -274,9 +327,55 @@ def matrix_exp_grad(grad, A):
     return K.linalg_matrix_exp(ember.cat([top, bottom], -2))[..., :n, n:]
 
 
+def householder_grads(grad, A, tau, which):
+    """Q = (H_1 ... H_k)[:, :n], H_i = I - tau_i v_i v_i^H, v_i = (0, .., 0, 1, A[i+1:, i]) (PyTorch's
+    householder_product_backward, real and complex). With G_i = (H_1..H_{i-1})^H grad (H_{i+1}..H_k E)^H the
+    cotangent reaching H_i: g tau_i = -v_i^H G_i v_i and g v_i = -(conj(tau_i) G_i + tau_i G_i^H) v_i, whose
+    entries below the diagonal are A[i+1:, i]'s. One sweep builds R_i = H_{i+1}..H_k E backwards (H_i is not
+    unitary for an arbitrary tau), one forward sweep carries K_i = (H_1..H_{i-1})^H grad; G_i is never formed."""
+    ember = _e()
+    m, n = A._shape[-2:]
+    k = tau._shape[-1]
+    dt = A._dtype
+    if k == 0:
+        return ember.zeros_like(A) if which == "A" else ember.zeros_like(tau)
+    rows = ember.arange(m, device=A._device).unsqueeze(-1)            # (m, 1)
+
+    def v(i):
+        below = (rows > i).to(dt)
+        at = (rows == i).to(dt)
+        return A[..., :, i:i + 1] * below + at                            # (*, m, 1)
+
+    def t(i):
+        return tau[..., i:i + 1].unsqueeze(-1)                            # (*, 1, 1)
+
+    vs = [v(i) for i in range(k)]
+    R = [None] * k
+    Ri = ember.eye(m, n, dtype=dt, device=A._device).expand(A._shape[:-2] + (m, n))
+    for i in range(k - 1, -1, -1):
+        R[i] = Ri
+        Ri = Ri - t(i) * (vs[i] @ (_h(vs[i]) @ Ri))
+    K = grad
+    gA_cols, gtau = [], []
+    for i in range(k):
+        vi, ti = vs[i], t(i)
+        Gv = K @ (_h(R[i]) @ vi)                                          # G_i v_i
+        Ghv = R[i] @ (_h(K) @ vi)                                         # G_i^H v_i
+        gtau.append(-(_h(vi) @ Gv)[..., 0, :])
+        gv = -(_c(ti) * Gv + ti * Ghv)
+        gA_cols.append(gv * (rows > i).to(dt))
+        K = K - _c(ti) * (vi @ (_h(vi) @ K))                              # H_i^H K
+    if which == "tau":
+        return ember.cat(gtau, -1)
+    cols = ember.cat(gA_cols, -1)
+    if k < n:
+        cols = ember.cat([cols, ember.zeros(A._shape[:-1] + (n - k,), dtype=dt, device=A._device)], -1)
+    return cols
+
+
 HELPERS = {f.__name__: f for f in (det_grad, slogdet_grad, inv_grad, solve_grads, cholesky_grad, qr_grad, eigh_grad,
                                     eig_real_grad, svd_grad, lu_factor_grad, lu_solve_grads, solve_triangular_grads,
-                                    matrix_exp_grad)}
+                                    matrix_exp_grad, householder_grads)}
 
 #: op name -> (formulas, non-differentiable output indices)
 LINALG_DERIVATIVES = {
@@ -295,4 +394,6 @@ LINALG_DERIVATIVES = {
     "linalg_solve_triangular": ({"A": "solve_triangular_grads(grad, A, result, upper, unitriangular, 'A')",
                                  "B": "solve_triangular_grads(grad, A, result, upper, unitriangular, 'B')"}, ()),
     "linalg_matrix_exp": ({"A": "matrix_exp_grad(grad, A)"}, ()),
+    "linalg_householder_product": ({"A": "householder_grads(grad, A, tau, 'A')",
+                                    "tau": "householder_grads(grad, A, tau, 'tau')"}, ()),
 }

@@ -341,9 +341,10 @@ def _qr_packed(op, device, dtype, shapes):
 def _householder_samples(op, device, dtype, requires_grad=False):
     names = ("tall", "batched", "square")
     for (a, tau), name in zip(_qr_packed(op, device, dtype, [(5, 3), (2, 4, 3), (3, 3)]), names):
-        yield SampleInput(a, (tau,), name=name)
+        yield SampleInput(with_grad(a, requires_grad), (with_grad(tau, requires_grad),), name=name)
     a, tau = next(_qr_packed(op, device, dtype, [(5, 3)]))
-    yield SampleInput(a, (tau[..., :2],), name="fewer reflectors than columns")
+    yield SampleInput(with_grad(a, requires_grad), (with_grad(tau[..., :2], requires_grad),),
+                      name="fewer reflectors than columns")
 
 
 def _ormqr_samples(op, device, dtype, requires_grad=False):
@@ -480,7 +481,7 @@ def _build():
     add(OpInfo("linalg_eigh", op=_eigh_op, ref=_eigh_ref, sample_inputs=_square_samples, **ag))
     add(OpInfo("linalg_eigh", variant="errors", op=L.eigh, error_inputs=_errors("eigh"), dtypes=DTYPES))
     add(OpInfo("linalg_eig", op=_eig_op, ref=_eig_ref, sample_inputs=_square_samples, error_inputs=_errors("eig"),
-               dtypes=DTYPES, tolerances=TOL))
+               **ag))
     add(OpInfo("linalg_svd", op=_svd_op, ref=_svd_ref, sample_inputs=_svd_samples, error_inputs=_errors("svd"), **ag))
     add(OpInfo("linalg_lu_factor_ex", op=L.lu_factor_ex, ref=_lu_factor_ref, sample_inputs=_square_samples,
                error_inputs=_errors("lu"), **ag))
@@ -491,7 +492,7 @@ def _build():
     add(OpInfo("geqrf", op=_ember().geqrf, ref=_geqrf_ref, sample_inputs=_rect_samples, dtypes=DTYPES,
                tolerances=TOL))
     add(OpInfo("linalg_householder_product", op=L.householder_product, ref=_householder_ref,
-               sample_inputs=_householder_samples, dtypes=DTYPES, tolerances=TOL))
+               sample_inputs=_householder_samples, **ag))
     add(OpInfo("ormqr", op=_ember().ormqr, ref=_ormqr_ref, sample_inputs=_ormqr_samples, dtypes=DTYPES,
                tolerances=TOL))
     add(OpInfo("linalg_ldl_factor_ex", op=L.ldl_factor_ex, ref=_ldl_ref, sample_inputs=_ldl_samples, dtypes=DTYPES,
