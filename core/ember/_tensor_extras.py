@@ -1,8 +1,9 @@
 """Tensor methods and top-level functions PyTorch has that are thin forms of ember ops already there:
 ``isreal``, the deprecated ``lu`` / ``lu_solve`` / ``orgqr`` spellings of ``ember.linalg``, ``Tensor.new``,
 ``dim_order``, ``is_inference``, ``hardshrink`` / ``prelu`` / ``stft`` / ``istft`` methods, and the removed
-``eig`` / ``symeig`` / ``solve`` / ``lstsq`` methods, which raise PyTorch's RuntimeError. Each matches the
-torch function of the same name.
+``eig`` / ``symeig`` / ``solve`` / ``lstsq`` / ``reinforce`` methods, which raise PyTorch's RuntimeError,
+and ``as_strided_``, ``slice_inverse``, ``as_subclass``, ``module_load``, the deprecated ``resize`` /
+``resize_as``, ``set_`` and ``sparse_mask``. Each matches the torch function of the same name.
 """
 from __future__ import annotations
 
@@ -157,6 +158,146 @@ def _to_device_type(kind):
     return method
 
 
+# ---------------------------------------------------------------- the remaining Tensor methods (issue 18)
+_REINFORCE = ("reinforce() was removed.\nUse torch.distributions instead.\nSee "
+              "https://pytorch.org/docs/main/distributions.html\n\nInstead of:\n\nprobs = policy_network(state)\n"
+              "action = probs.multinomial()\nnext_state, reward = env.step(action)\naction.reinforce(reward)\n"
+              "action.backward()\n\nUse:\n\nprobs = policy_network(state)\n# NOTE: categorical is equivalent to "
+              "what used to be called multinomial\nm = torch.distributions.Categorical(probs)\naction = m.sample()\n"
+              "next_state, reward = env.step(action)\nloss = -m.log_prob(action) * reward\nloss.backward()\n")
+
+
+def _reinforce(self, reward):
+    """Removed from PyTorch: raises its RuntimeError pointing to ``ember.distributions`` (matches
+    torch.Tensor.reinforce)."""
+    raise RuntimeError(_REINFORCE)
+
+
+def _as_strided_(self, size, stride, storage_offset=None):
+    """``ember.as_strided_(self, ...)``: this tensor itself takes the new geometry (matches
+    torch.Tensor.as_strided_)."""
+    from ._toplevel_extras import as_strided_
+    return as_strided_(self, size, stride, storage_offset)
+
+
+def _slice_inverse(self, src, dim=0, start=None, end=None, step=1):
+    """``ember.slice_inverse(self, src, ...)`` (matches torch.Tensor.slice_inverse)."""
+    from ._toplevel_extras import slice_inverse
+    return slice_inverse(self, src, dim, start, end, step)
+
+
+def _as_subclass(self, cls):
+    """This tensor's data as an instance of the Tensor subclass ``cls``, sharing storage and autograd
+    history (an alias) (matches torch.Tensor.as_subclass). TypeError when ``cls`` is not a Tensor subclass."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not possible. "
+                        "Make sure your class inherits from Tensor.")
+    alias = self.view_as(self)
+    alias.__class__ = cls
+    return alias
+
+
+def _module_load(self, other, assign=False):
+    """What ``nn.Module.load_state_dict`` does with the state-dict value ``other`` for this parameter or
+    buffer when swapping tensors: ``self.copy_(other).detach()``, or ``other.detach()`` with ``assign``
+    (matches torch.Tensor.module_load). RuntimeError when the shapes do not broadcast, as ``copy_``."""
+    if assign:
+        return other.detach()
+    import ember
+    with ember.no_grad():
+        return self.copy_(other).detach()
+
+
+def _resize(self, *sizes):
+    """The deprecated out-of-place resize: a view of ``self`` with shape ``sizes``, which must hold the same
+    number of elements (matches torch.Tensor.resize; it warns "non-inplace resize is deprecated").
+    RuntimeError, in PyTorch's words, for another element count."""
+    import math
+    import warnings
+    warnings.warn("non-inplace resize is deprecated", stacklevel=2)
+    if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
+        sizes = tuple(sizes[0])
+    sizes = tuple(int(s) for s in sizes)
+    n = math.prod(sizes)
+    if n != self.numel():
+        raise RuntimeError(f"requested resize to {'x'.join(map(str, sizes))} ({n} elements in total), but the given "
+                           f"tensor has a size of {'x'.join(map(str, self.shape))} ({self.numel()} elements). "
+                           "autograd's resize can only change the shape of a given tensor, while preserving the "
+                           "number of elements. ")
+    return self.reshape(sizes)
+
+
+def _resize_as(self, tensor):
+    """``self.resize(tensor.shape)`` (matches the deprecated torch.Tensor.resize_as; it warns
+    "non-inplace resize_as is deprecated")."""
+    import warnings
+    warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _resize(self, tuple(tensor.shape))
+
+
+def _set_(self, source=None, storage_offset=0, size=None, stride=None):
+    """Make ``self`` look at other memory (matches torch.Tensor.set_): ``set_()`` an empty storage;
+    ``set_(tensor)`` the storage and geometry of ``tensor``; ``set_(storage, storage_offset=0, size=None,
+    stride=None)`` that ``UntypedStorage`` (all of it as 1-D by default; contiguous strides by default).
+    RuntimeError for a source tensor of another dtype ("Could not set tensor of type ..."), a geometry outside
+    the storage, or a leaf that requires grad."""
+    import ember
+    from ._allocator import UntypedStorage
+    if self.requires_grad and self.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    if source is None:
+        self._set_storage_meta(ember.empty(0, dtype=self._dtype, device=self._device))
+        return self
+    if isinstance(source, Tensor):
+        if source._dtype != self._dtype:
+            raise RuntimeError(f"Could not set tensor of type {_C_NAMES.get(source._dtype.name, source._dtype.name)} "
+                               f"to a tensor of type {_C_NAMES.get(self._dtype.name, self._dtype.name)}")
+        self._set_storage_meta(source)
+        return self
+    if not isinstance(source, UntypedStorage):
+        raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
+    if size is None:
+        size = (source.nbytes() // self._dtype.itemsize - int(storage_offset),)
+    size = tuple(int(s) for s in size)
+    if stride is None:
+        stride, acc = [], 1
+        for n in reversed(size):
+            stride.insert(0, acc)
+            acc *= max(n, 1)
+    holder = self.detach()
+    holder._storage, holder._shape, holder._stride, holder._offset = source, (0,), (1,), 0
+    holder._native = None
+    with ember.no_grad():
+        view = holder.as_strided(size, tuple(stride), int(storage_offset))
+    self._set_storage_meta(view)
+    return self
+
+
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+            "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
+
+
+def _sparse_mask(self, mask):
+    """A sparse COO tensor with ``mask``'s indices (in ``mask``'s order) and ``self``'s values there (matches
+    torch.Tensor.sparse_mask for a dense ``self``). RuntimeError "sparse_mask(): operands have incompatible
+    sizes" when the sizes differ; NotImplementedError when ``mask`` is not sparse. Differentiable with respect
+    to ``self``."""
+    import ember
+    if not getattr(mask, "is_sparse", False):
+        raise NotImplementedError("Could not run 'aten::sparse_mask' with arguments from the "
+                                  f"'{self.device.type.upper()}' backend: the mask must be a sparse COO tensor")
+    if tuple(self.shape) != tuple(mask.shape):
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size {list(self.shape)} but "
+                           f"mask has size {list(mask.shape)}")
+    idx = mask._indices()
+    values = self[tuple(idx[d] for d in range(idx.shape[0]))]
+    return ember.sparse_coo_tensor(idx, values, tuple(self.shape))
+
+
 _METHODS = {
     "isreal": isreal, "lu": lambda self, pivot=True, get_infos=False: lu(self, pivot, get_infos),
     "lu_solve": lambda self, LU_data, LU_pivots: lu_solve(self, LU_data, LU_pivots),
@@ -164,6 +305,9 @@ _METHODS = {
     "hardshrink": _hardshrink, "prelu": _prelu, "stft": _stft, "istft": _istft, "const_data_ptr": _const_data_ptr,
     "xpu": _to_device_type("xpu"), "ipu": _to_device_type("ipu"), "mtia": _to_device_type("mtia"),
     **{name: _removed(name) for name in _REMOVED},
+    "reinforce": _reinforce, "as_strided_": _as_strided_, "slice_inverse": _slice_inverse,
+    "as_subclass": _as_subclass, "module_load": _module_load, "resize": _resize, "resize_as": _resize_as,
+    "set_": _set_, "sparse_mask": _sparse_mask,
 }
 
 

@@ -1,7 +1,9 @@
 """Top-level functions of ``torch`` that are forms of what ember already has: predicates and quantized-tensor
 accessors as functions, deprecated linear-algebra spellings, global flags PyTorch code sets and reads, eager
-``cond`` / ``while_loop``, and a few samplers and constructors. Each matches the torch function of the same
-name (see docs/api-coverage.md).
+``cond`` / ``while_loop``, a few samplers and constructors, and the last tensor ops of the namespace
+(``as_strided_``, ``slice_inverse``, ``convolution``, ``embedding_bag`` / ``embedding_renorm_``,
+``segment_reduce``, ``lobpcg``, ``quantize_per_tensor_dynamic``, ``empty_quantized``). Each matches the torch
+function of the same name (see docs/api-coverage.md).
 """
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ __all__ = ["is_conj", "is_neg", "is_inference", "get_device", "int_repr", "q_sca
            "set_flush_denormal", "set_default_tensor_type", "set_anomaly_enabled", "binomial", "poisson",
            "frombuffer", "empty_permuted", "view_as_real_copy", "view_as_complex_copy", "get_device_module",
            "cond", "while_loop", "GradScaler", "spmm", "eig", "symeig", "solve", "lstsq", "svd_lowrank",
-           "pca_lowrank", "is_distributed", "thread_safe_generator"]
+           "pca_lowrank", "is_distributed", "thread_safe_generator", "FatalError", "as_strided_", "slice_inverse",
+           "convolution", "embedding_renorm_", "embedding_bag", "segment_reduce", "lobpcg",
+           "quantize_per_tensor_dynamic", "empty_quantized"]
 
 
 def _method(name, doc):
@@ -363,6 +367,297 @@ def pca_lowrank(A, q=None, center=True, niter=2):
     if center:
         return svd_lowrank(A - A.mean(dim=-2, keepdim=True), q, niter)
     return svd_lowrank(A, q, niter)
+
+
+
+
+# ---------------------------------------------------------------- the remaining tensor ops of torch (issue 18)
+class FatalError(Exception):
+    """The class PyTorch raises for a fatal error of its C++ runtime (matches torch.FatalError). ember never
+    raises it; it exists so that ``except torch.FatalError`` clauses run unchanged."""
+
+
+def as_strided_(input, size, stride, storage_offset=None):
+    """Give ``input`` itself the geometry ``size`` / ``stride`` / ``storage_offset`` over its own storage
+    (matches torch.as_strided_). RuntimeError as ``as_strided`` for a geometry outside the storage, and
+    "a leaf Variable that requires grad is being used in an in-place operation." for such a leaf."""
+    if input.requires_grad and input.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    import ember
+    with ember.no_grad():
+        v = input.as_strided(size, stride, storage_offset)
+    input._set_storage_meta(v)
+    return input
+
+
+def slice_inverse(input, src, dim=0, start=None, end=None, step=1):
+    """The inverse of ``src.slice(dim, start, end, step)``: ``input``'s storage viewed with ``src``'s size,
+    stride and storage offset (matches torch.slice_inverse, the view op behind slice_scatter's
+    functionalization; ``dim`` / ``start`` / ``end`` / ``step`` only say which slice ``input`` was).
+    RuntimeError when that geometry lies outside ``input``'s storage. Differentiable as ``as_strided``."""
+    return input.as_strided(tuple(src.shape), src.stride(), src.storage_offset())
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """The convolution behind every ``conv*d`` / ``conv_transpose*d`` (matches torch.convolution): 1, 2 or 3
+    spatial dims from ``weight``'s rank, transposed when ``transposed``; every argument is required, as in
+    PyTorch. Shapes as ``ember.nn.functional.conv{1,2,3}d`` / ``conv_transpose{1,2,3}d``."""
+    from .nn import functional as F
+    nd = weight.dim() - 2
+    if nd not in (1, 2, 3):
+        raise RuntimeError(f"convolution: expected weight with 3, 4 or 5 dims (1 to 3 spatial), got "
+                           f"{weight.dim()}")
+    if transposed:
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
+        return fn(input, weight, bias, tuple(stride), tuple(padding), tuple(output_padding), groups, tuple(dilation))
+    fn = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
+    return fn(input, weight, bias, tuple(stride), tuple(padding), tuple(dilation), groups)
+
+
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """Scale, in place, the rows of ``input`` (num_embeddings, dim) named by the int64 / int32 ``indices`` so
+    that their ``norm_type`` norm is at most ``max_norm`` (matches torch.embedding_renorm_, the step behind
+    ``embedding(max_norm=...)``). RuntimeError for other index dtypes or a leaf that requires grad;
+    IndexError for an index out of range. Returns ``input``."""
+    if indices.dtype not in (D.int64, D.int32):
+        raise RuntimeError("Expected tensor for argument #2 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {indices.type()} instead (while checking arguments for "
+                           "embedding_renorm_)")
+    if input.requires_grad and input.grad_fn is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    n = input.shape[0]
+    for v in indices.reshape(-1).tolist():
+        if not -n <= v < n:
+            raise IndexError(f"select(): index {v} out of range for tensor of size {list(input.shape)} at "
+                             "dimension 0")
+    from .nn._functional.misc import _embedding_renorm_
+    _embedding_renorm_(input, indices, max_norm, norm_type)
+    return input
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """The ATen form of ``nn.functional.embedding_bag`` (matches torch.embedding_bag): ``mode`` 0 / 1 / 2 is
+    sum / mean / max; returns ``(output, offset2bag, bag_size, max_indices)`` as PyTorch's cpu kernel does:
+    ``output`` (B, dim); ``offset2bag`` (n,) the bag of each index (empty in sum mode without
+    padding_idx); ``bag_size`` the non-padding count per bag (zeros in sum mode); ``max_indices`` the
+    row giving each maximum (max mode, (B, dim)), else ``bag_size`` (mean) or zeros (sum). The last two have
+    one entry per bag (per offset in sum mode). Errors as ``nn.functional.embedding_bag``."""
+    import ember
+    from .nn import functional as F
+    if mode not in (0, 1, 2):
+        raise ValueError("mode has to be one of sum, mean or max")
+    name = ("sum", "mean", "max")[mode]
+    if padding_idx is not None and padding_idx < 0:        # PyTorch's "no padding" is -1 here
+        padding_idx = None
+    out = F.embedding_bag(indices, weight, offsets, mode=name, scale_grad_by_freq=scale_grad_by_freq,
+                          sparse=sparse, per_sample_weights=per_sample_weights,
+                          include_last_offset=include_last_offset, padding_idx=padding_idx)
+    dev, n_off = weight.device, offsets.shape[0]
+    idx = indices.reshape(-1).tolist()
+    starts = [int(o) for o in offsets.tolist()]
+    if include_last_offset:               # PyTorch's cpu kernel takes the last bag to the end of ``indices``
+        starts = starts[:-1]
+        if mode != 0:
+            n_off -= 1
+    starts.append(len(idx))
+    bag_of = []
+    for b in builtins.range(len(starts) - 1):
+        bag_of += [b] * (builtins.min(starts[b + 1], len(idx)) - starts[b])
+    sizes = [0] * n_off
+    if mode != 0:
+        for i, b in zip(idx, bag_of):
+            if i != padding_idx:
+                sizes[b] += 1
+    bag_size = ember.tensor(sizes, dtype=D.int64, device=dev)
+    offset2bag = (ember.tensor(bag_of, dtype=D.int64, device=dev) if mode != 0 or padding_idx is not None
+                  else ember.zeros(0, dtype=D.int64, device=dev))
+    if mode == 2:
+        w = weight.detach()
+        best = []
+        for b in builtins.range(out.shape[0]):
+            rows = [i for i, bb in zip(idx, bag_of) if bb == b and i != padding_idx]
+            if not rows:
+                best.append([0] * weight.shape[1])
+                continue
+            vals = w.index_select(0, ember.tensor(rows, dtype=D.int64, device=dev))
+            pos = vals.argmax(0).tolist()
+            best.append([rows[p] for p in pos])
+        max_indices = ember.tensor(best, dtype=D.int64, device=dev).reshape(out.shape[0], weight.shape[1])
+    else:
+        max_indices = bag_size.clone() if mode == 1 else ember.zeros(n_off, dtype=D.int64, device=dev)
+    return out, offset2bag, bag_size, max_indices
+
+
+def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0, unsafe=False, initial=None):
+    """Reduce consecutive segments of ``data`` along ``axis`` (matches torch.segment_reduce).
+
+    ``reduce`` is 'sum', 'mean', 'max' / 'amax', 'min' / 'amin' or 'prod'. The segments are given by
+    ``lengths`` (shape ``data.shape[:axis] + (S,)``, non-negative, each row summing to data.shape[axis]) or by
+    ``offsets`` (``data.shape[:axis] + (S + 1,)``); ``axis`` must be ``lengths.dim() - 1``. The result has
+    ``data``'s shape with dim ``axis`` of size S. An empty segment gives ``initial`` if set, else 0 (sum),
+    nan (mean), -inf (max), inf (min) or 1 (prod); ``initial`` also joins every other segment's reduction
+    (the mean divides by the element count only). Differentiable with respect to ``data`` (composite ops).
+    RuntimeError with PyTorch's messages for a bad ``reduce``, missing segments, negative lengths, lengths
+    that do not add up (unless ``unsafe``) or a wrong ``axis``."""
+    import ember
+    kinds = {"sum": "sum", "mean": "mean", "max": "max", "amax": "max", "min": "min", "amin": "min",
+             "prod": "prod"}
+    if reduce not in kinds:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    kind = kinds[reduce]
+    if lengths is None and offsets is None:
+        raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    seg = lengths if lengths is not None else offsets
+    if axis < 0:
+        axis += data.dim()
+    if axis != seg.dim() - 1:
+        raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of lengths but got {axis}.")
+    if lengths is None:
+        lengths = offsets[..., 1:] - offsets[..., :-1]
+    lens = lengths.reshape(-1, lengths.shape[-1]).tolist()
+    if any(v < 0 for row in lens for v in row):
+        raise RuntimeError("lengths contains negative value!")
+    if not unsafe and any(builtins.sum(row) != data.shape[axis] for row in lens):
+        raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum to "
+                           "data.size(lengths.dim()-1) when !unsafe.")
+    empty_value = {"sum": 0.0, "mean": float("nan"), "max": float("-inf"), "min": float("inf"), "prod": 1.0}[kind]
+    lead = tuple(data.shape[:axis])
+    flat = data.reshape((-1,) + tuple(data.shape[axis:]))                  # (P, N, *rest)
+    rest = tuple(data.shape[axis + 1:])
+    outs = []
+    for p, row in enumerate(lens):
+        pieces, start = [], 0
+        for n in row:
+            part = flat[p].narrow(0, start, n)
+            start += n
+            if n == 0:
+                fill = empty_value if initial is None else initial
+                pieces.append(ember.full(rest, fill, dtype=data.dtype, device=data.device))
+                continue
+            if kind == "sum":
+                r = part.sum(0)
+            elif kind == "mean":
+                r = part.sum(0) / n if initial is None else (part.sum(0) + initial) / n
+            elif kind == "max":
+                r = part.amax(0)
+            elif kind == "min":
+                r = part.amin(0)
+            else:
+                r = part.prod(0)
+            if initial is not None:
+                if kind == "sum":
+                    r = r + initial
+                elif kind == "max":
+                    r = ember.clamp(r, min=initial)
+                elif kind == "min":
+                    r = ember.clamp(r, max=initial)
+                elif kind == "prod":
+                    r = r * initial
+            pieces.append(r)
+        outs.append(ember.stack(pieces, 0) if pieces else data.new_zeros((0,) + rest))
+    return ember.stack(outs, 0).reshape(lead + (lengths.shape[-1],) + rest)
+
+
+def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, largest=None, method=None,
+           tracker=None, ortho_iparams=None, ortho_fparams=None, ortho_bparams=None):
+    """The ``k`` largest (``largest=False``: smallest) eigenpairs ``(E, X)`` of the symmetric positive
+    definite generalized problem ``A X = B X diag(E)`` by LOBPCG (matches torch.lobpcg's defaults: ``k`` 1
+    or X.shape[-1], ``n`` = k search vectors, ``niter`` 1000, ``tol`` sqrt(machine eps), largest first).
+
+    The iteration is scipy.sparse.linalg.lobpcg on the host (float32 / float64, dense or sparse COO ``A``,
+    batches one matrix at a time); ``iK`` is the preconditioner. Shapes: A, B (*, m, m); X (*, m, n) ->
+    E (*, k), X (*, m, k). AssertionError when A is not square or B's shape differs, ValueError when
+    m < 3 n, as PyTorch. ``method`` / ``tracker`` / ``ortho_*`` (PyTorch's own iteration's knobs) are
+    accepted and not used; no gradient is recorded."""
+    import ember
+    from scipy.sparse.linalg import lobpcg as scipy_lobpcg
+    if A.shape[-2] != A.shape[-1]:
+        raise AssertionError(f"A must be square, got shape {A.shape}")
+    if B is not None and tuple(A.shape) != tuple(B.shape):
+        raise AssertionError(f"A and B must have same shape, got {A.shape} vs {B.shape}")
+    dtype = A.dtype if A.dtype in (D.float32, D.float64) else D.float32
+    if tol is None:
+        tol = {D.float32: 1.2e-07, D.float64: 2.23e-16}[dtype] ** 0.5
+    m = A.shape[-1]
+    k = (1 if X is None else X.shape[-1]) if k is None else k
+    n = (k if n is None else n) if X is None else X.shape[-1]
+    if m < 3 * n:
+        raise ValueError(f"LOBPCG algorithm is not applicable when the number of A rows (={m}) is smaller than "
+                         f"3 x the number of requested eigenpairs (={n})")
+    largest = True if largest is None else largest
+
+    def host(t):
+        if t is None:
+            return None
+        t = t.to_dense() if getattr(t, "is_sparse", False) else t
+        return t.detach().cpu().numpy().astype(dtype.numpy_dtype)
+
+    batch = tuple(A.shape[:-2])
+    a_all = host(A).reshape((-1, m, m))
+    b_all = None if B is None else host(B).reshape((-1, m, m))
+    x_all = None if X is None else host(X).reshape((-1, m, n))
+    pre = host(iK)
+    es, xs = [], []
+    for i in builtins.range(a_all.shape[0]):
+        x0 = (ember.randn(m, n, dtype=dtype).numpy() if x_all is None else x_all[i])
+        e, v = scipy_lobpcg(a_all[i], x0, B=None if b_all is None else b_all[i], M=pre, tol=tol,
+                            maxiter=1000 if niter is None else niter, largest=largest)
+        order = np.argsort(-e if largest else e)[:k]
+        es.append(e[order])
+        xs.append(v[:, order])
+    E = np.stack(es).reshape(batch + (k,)).astype(dtype.numpy_dtype)
+    V = np.stack(xs).reshape(batch + (m, k)).astype(dtype.numpy_dtype)
+    return ember.tensor(E, device=A.device), ember.tensor(V, device=A.device)
+
+
+def quantize_per_tensor_dynamic(input, dtype, reduce_range):
+    """Quantize ``input`` per tensor with a scale and zero point chosen from its range (the range widened
+    to hold 0) (matches torch.quantize_per_tensor_dynamic). ``dtype`` ember.quint8 or ember.qint8;
+    ``reduce_range`` uses one bit less (0..127 / -64..63). A constant-0 input gets scale 0.1 (PyTorch's
+    rule). RuntimeError "dtype ... not supported" for other dtypes. Needs the ember-quantized plugin."""
+    import ember
+    name = getattr(dtype, "name", str(dtype))
+    ranges = {"quint8": (0, 255), "qint8": (-128, 127)}
+    if name not in ranges:
+        label = {"qint32": "QInt32"}.get(name, name)
+        raise RuntimeError(f"dtype {label}not supported")
+    qmin, qmax = ranges[name]
+    if reduce_range:
+        qmin, qmax = qmin // 2, qmax // 2
+    values = input.detach().cpu().to(D.float32).numpy()
+    lo = builtins.min(float(values.min()) if values.size else 0.0, 0.0)
+    hi = builtins.max(float(values.max()) if values.size else 0.0, 0.0)
+    lo, hi = float(np.float32(lo)), float(np.float32(hi))
+    scale = (hi - lo) / (qmax - qmin)
+    if float(np.float32(scale)) == 0.0 or not np.isfinite(1.0 / np.float32(scale)):
+        scale = 0.1
+    zp_from_min = qmin - lo / scale
+    zp_from_max = qmax - hi / scale
+    err_min = abs(qmin) - abs(lo / scale)
+    err_max = abs(qmax) - abs(hi / scale)
+    zp = zp_from_min if err_min < err_max else zp_from_max
+    zp = int(builtins.max(qmin, builtins.min(qmax, builtins.round(zp))))
+    return ember.quantize_per_tensor(input, scale, zp, dtype)
+
+
+def empty_quantized(size, qtensor, *, dtype=None, layout=None, device=None, pin_memory=False,
+                    memory_format=None):
+    """A quantized tensor of ``size`` with ``qtensor``'s quantization (scheme, scale(s), zero point(s),
+    axis) and dtype (matches torch.empty_quantized; the integers are the zero point rather than
+    uninitialised memory). NotImplementedError, as PyTorch, when ``qtensor`` is not quantized."""
+    import ember
+    if not getattr(qtensor, "is_quantized", False):
+        raise NotImplementedError("Could not run 'aten::empty_quantized' with arguments from the "
+                                  f"'{qtensor.device.type.upper()}' backend: the template is not a quantized tensor")
+    size = tuple(size)
+    qdtype = qtensor.dtype if dtype is None else dtype
+    dev = qtensor.device if device is None else device
+    zeros = ember.zeros(size, device=dev)
+    if qtensor.qscheme() in (ember.per_channel_affine, ember.per_channel_symmetric):
+        return ember.quantize_per_channel(zeros, qtensor.q_per_channel_scales(), qtensor.q_per_channel_zero_points(),
+                                          qtensor.q_per_channel_axis(), qdtype)
+    return ember.quantize_per_tensor(zeros, qtensor.q_scale(), qtensor.q_zero_point(), qdtype)
 
 
 from .amp import GradScaler  # noqa: E402  (ember.GradScaler, as torch.GradScaler)

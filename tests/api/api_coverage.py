@@ -171,6 +171,11 @@ ABSENT = {
         ('smm', 'a legacy sparse x sparse alias kept for TorchScript: use ember.sparse.mm'),
         ('sspaddmm', "a sparse-output addmm (sparse x sparse): ember-sparse's addmm returns dense"),
         ('AcceleratorError', "the CUDA runtime's error class: ember-cuda raises RuntimeError with cupy's message"),
+        ('hash_tensor', "its result dtype is torch.uint64, which ember does not have (unsigned: uint8 only)"),
+        ('Stream', "the device-generic stream class: ember's streams are a device module's service "
+                   "(ember.cuda.Stream, ember.accelerator.current_stream); ember-cpu and ember-opencl have none"),
+        ('Event', "the device-generic event class: ember's events are a device module's service "
+                  "(ember.cuda.Event); ember-cpu and ember-opencl have none"),
     ],
     "torch.autograd": [
         ("Profiler*", "the Kineto profiler's types: ember has no tracer (ember.profiler counts fallbacks and copies)"),
@@ -191,6 +196,27 @@ ABSENT = {
     ],
     "torch.Tensor": [
         ("to_mkldnn", "no oneDNN layout"),
+        ("to_sparse_[bc]s[rc]", "the compressed sparse layouts (CSR / CSC / BSR / BSC): ember-sparse implements "
+                                "COO only (docs/sparse.md)"),
+        ("c*_indices", "indices of the compressed sparse layouts: ember-sparse implements COO only"),
+        ("row_indices", "indices of the compressed sparse layouts: ember-sparse implements COO only"),
+        ("resize_as_sparse_", "a compressed-sparse resize: ember-sparse implements COO only"),
+        ("sparse_resize_*", "in-place change of a COO tensor's size and sparse / dense dims: ember-sparse's COO "
+                            "tensors keep the size they were made with (make another with ember.sparse_coo_tensor)"),
+        ("smm", "a legacy sparse x sparse alias kept for TorchScript: use ember.sparse.mm"),
+        ("sspaddmm", "a sparse-output addmm (sparse x sparse): ember-sparse's addmm returns dense"),
+        ("chalf", "complex32 (chalf): ember has no complex32 dtype (numpy has none either)"),
+        ("hash_tensor", "its result dtype is torch.uint64, which ember does not have (unsigned: uint8 only)"),
+        ("index", "binds dims to functorch.dim's first-class Dim objects: ember has no first-class dimensions"),
+        ("storage", "the legacy typed storage: ember's storage is UntypedStorage (Tensor.untyped_storage())"),
+        ("storage_type", "the legacy typed storage: ember's storage is UntypedStorage (Tensor.untyped_storage())"),
+        ("to_padded_tensor", "a method of nested (jagged) tensors: ember has no nested tensors"),
+    ],
+    "torch.nn.functional": [
+        ("scaled_mm", "a float8 matrix product with scale recipes: ember has no float8 dtypes"),
+        ("scaled_grouped_mm", "a grouped float8 matrix product with scale recipes: ember has no float8 dtypes"),
+        ("ScalingType", "the scale recipes of the float8 scaled_mm: ember has no float8 dtypes"),
+        ("SwizzleType", "the scale layouts of the float8 scaled_mm: ember has no float8 dtypes"),
     ],
 }
 

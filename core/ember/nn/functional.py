@@ -19,6 +19,7 @@ _functional.sampling       grid_sample, affine_grid (and interpolate's bicubic p
 _functional.extras         embedding_bag, ctc_loss, feature_alpha_dropout
 _functional.attention      scaled_dot_product_attention, multi_head_attention_forward
 _functional.shuffle        pixel_shuffle, pixel_unshuffle, channel_shuffle
+_functional.grouped        grouped_mm, linear_cross_entropy, boolean_dispatch, has_torch_function*
 """
 from ._functional.conv import *  # noqa: F401,F403
 from ._functional.conv3d import *  # noqa: F401,F403
@@ -32,6 +33,7 @@ from ._functional.sampling import *  # noqa: F401,F403
 from ._functional.extras import *  # noqa: F401,F403
 from ._functional.attention import *  # noqa: F401,F403
 from ._functional.shuffle import *  # noqa: F401,F403
+from ._functional.grouped import *  # noqa: F401,F403
 
 
 from ember import Tensor  # noqa: E402,F401  (torch.nn.functional.Tensor is torch.Tensor)

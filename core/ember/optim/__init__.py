@@ -15,8 +15,10 @@ from .sparse_adam import SparseAdam  # noqa: F401
 from .lbfgs import LBFGS  # noqa: F401
 from .adafactor import Adafactor  # noqa: F401
 from .muon import Muon  # noqa: F401
+from ._stateless import swap_in_optimizer_params_and_state  # noqa: F401
 from . import lr_scheduler  # noqa: F401
 from . import swa_utils  # noqa: F401
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD",
-           "Rprop", "SparseAdam", "LBFGS", "Adafactor", "Muon", "lr_scheduler", "swa_utils"]
+           "Rprop", "SparseAdam", "LBFGS", "Adafactor", "Muon", "lr_scheduler", "swa_utils",
+           "swap_in_optimizer_params_and_state"]

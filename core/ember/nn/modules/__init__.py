@@ -1,6 +1,6 @@
 """The layers of ember.nn, one module file per family, re-exported (matches torch.nn.modules)."""
 from .module import Module  # noqa: F401
-from .container import Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
+from .container import Container, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict  # noqa: F401
 from .linear import Identity, Linear, Bilinear, LazyLinear  # noqa: F401
 from .activation import (ReLU, ReLU6, LeakyReLU, GELU, SiLU, Sigmoid, Tanh, Softmax, LogSoftmax,  # noqa: F401
                          Softmin, Softplus, ELU, SELU, CELU, Hardtanh, Mish, Hardswish, Hardsigmoid, LogSigmoid,
@@ -14,7 +14,7 @@ from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d, Avg
                       AdaptiveMaxPool2d, AdaptiveMaxPool3d, LPPool1d, LPPool2d, LPPool3d, MaxUnpool1d,
                       MaxUnpool2d, MaxUnpool3d, FractionalMaxPool2d, FractionalMaxPool3d)
 from .batchnorm import (BatchNorm1d, BatchNorm2d, BatchNorm3d, LazyBatchNorm1d, LazyBatchNorm2d,  # noqa: F401
-                        LazyBatchNorm3d)
+                        LazyBatchNorm3d, SyncBatchNorm)
 from .normalization import LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm, CrossMapLRN2d  # noqa: F401
 from .instancenorm import (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LazyInstanceNorm1d,  # noqa: F401
                            LazyInstanceNorm2d, LazyInstanceNorm3d)
@@ -41,3 +41,4 @@ from .padding import (CircularPad1d, CircularPad2d, CircularPad3d, ConstantPad1d
                       ConstantPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d, ReplicationPad1d,
                       ReplicationPad2d, ReplicationPad3d, ZeroPad1d, ZeroPad2d, ZeroPad3d)
 from .lazy import LazyModuleMixin  # noqa: F401
+from .linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: F401

@@ -15,7 +15,8 @@ from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
 from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+           "SyncBatchNorm"]
 
 
 class _NormBase(Module):
@@ -111,6 +112,61 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm whose batch statistics are meant to be shared by the processes of ``process_group``
+    (matches torch.nn.SyncBatchNorm: arguments, input ranks (N, C, +), ValueErrors, ``convert_sync_batchnorm``).
+
+    Without an initialised ``ember.distributed`` group of more than one process (and in eval mode) it is
+    BatchNorm over the local batch, exactly as PyTorch's SyncBatchNorm then is. Synchronised statistics
+    across processes are not implemented: a training-mode call with such a group raises RuntimeError rather
+    than normalising with local statistics silently."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        if self.training:
+            from ... import distributed as dist
+            if dist.is_available() and dist.is_initialized() and dist.get_world_size(self.process_group) > 1:
+                raise RuntimeError("SyncBatchNorm: synchronising batch statistics across processes is not "
+                                   "implemented in ember; use BatchNorm (local statistics) or run one process")
+        return super().forward(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every BatchNorm*D layer in it replaced by a SyncBatchNorm holding the same
+        parameters, running statistics, ``training`` flag and ``qconfig`` (matches
+        torch.nn.SyncBatchNorm.convert_sync_batchnorm). Returns the converted module."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group)
+            if module.affine:
+                from ... import no_grad
+                with no_grad():
+                    out.weight = module.weight
+                    out.bias = module.bias
+            out.running_mean = module.running_mean
+            out.running_var = module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        del module
+        return out
 
 
 class _LazyNormBase(LazyModuleMixin, _NormBase):

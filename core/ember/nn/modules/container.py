@@ -10,7 +10,21 @@ from ..._tensor import Tensor
 from ..parameter import Parameter
 from .module import Module, _addindent
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+__all__ = ["Container", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+
+
+class Container(Module):
+    """Deprecated: a Module whose keyword arguments become its submodules (matches torch.nn.Container; it
+    warns FutureWarning "`nn.Container` is deprecated. All of its functionality is now implemented in
+    `nn.Module`. Subclass that instead.")."""
+
+    def __init__(self, **kwargs):
+        import warnings
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now implemented in `nn.Module`. "
+                      "Subclass that instead.", FutureWarning, stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 def _index(idx, n):
