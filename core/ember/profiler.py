@@ -135,7 +135,9 @@ def compiled_graphs() -> list:
     replay after fusion), ``checked_on_replay`` (host
     reads of ember's own code and data-dependent shapes, re-checked on each replay), ``graph_breaks``
     ([(what, "file:line")] host reads in the user's code), ``static_inputs``, ``mismatches`` (replays that
-    stopped and ran eagerly) and ``eager_reason`` (why the signature runs eagerly, or None).
+    stopped and ran eagerly), ``memory_plan`` (``{"planned", "bytes_before", "buffers", "bytes_after"}``: the
+    intermediate storages eager code allocates per step, and the buffers the replay shares among them by
+    liveness; None when planning is off) and ``eager_reason`` (why the signature runs eagerly, or None).
     ``EMBER_COMPILE_DEBUG=1`` prints each capture as it happens."""
     from .compiler._compiled import _REGISTRY
     rows = []

@@ -25,7 +25,7 @@ import threading
 import warnings
 import weakref
 
-from . import _capture, _fusion
+from . import _capture, _fusion, _memplan
 from ._capture import GraphMismatch
 from .. import _dtype as _D
 from .._grad_state import STATE as _GS
@@ -43,6 +43,8 @@ class config:
     debug = os.environ.get("EMBER_COMPILE_DEBUG", "") not in ("", "0")
     #: hand runs of elementwise nodes to the device's fuser at capture (EMBER_COMPILE_FUSION=0: never)
     fusion = os.environ.get("EMBER_COMPILE_FUSION", "1").strip() != "0"
+    #: let a graph's intermediates share buffers by liveness (EMBER_COMPILE_MEMPLAN=0: never)
+    memory_planning = os.environ.get("EMBER_COMPILE_MEMPLAN", "1").strip() != "0"
 
 
 def is_compiling() -> bool:
@@ -57,10 +59,11 @@ def _globally_disabled() -> bool:
 
 class _Entry:
     __slots__ = ("calls", "graph", "program", "static", "eager_reason", "end_grads", "read_grads", "deltas",
-                 "outputs", "replays", "mismatches", "writeback", "fused_kernels", "fused_nodes")
+                 "outputs", "replays", "mismatches", "writeback", "fused_kernels", "fused_nodes", "memory")
 
     def __init__(self):
         self.calls = 0
+        self.memory = None         # what memory planning did (``_memplan.plan``), or None
         self.graph = None
         self.program = None        # [(fn, args, kwargs)] the replay runs
         self.static = None         # [(index in the flattened arguments, static tensor)]
@@ -301,8 +304,13 @@ class CompiledFunction:
         e.outputs = (out_spec, [("arg", staged_ids[id(t)]) if isinstance(t, Tensor) and id(t) in staged_ids
                                 else ("tensor", t) if isinstance(t, Tensor) else ("value", t) for t in out_leaves])
         e.program = [(n.fn, n.args, n.kwargs) if type(n) is _capture.Node else (n.run, (), {}) for n in g.nodes]
+        ranges = []
         if config.fusion:
-            e.program, e.fused_kernels, e.fused_nodes = _fusion.fuse_program(g, e.program, e.deltas)
+            e.program, e.fused_kernels, e.fused_nodes = _fusion.fuse_program(g, e.program, e.deltas, ranges)
+        if config.memory_planning:
+            e.memory = _memplan.plan(g, e.program, e.deltas, ranges)
+            self._note(f"memory plan: {e.memory['planned']} intermediate storages ({e.memory['bytes_before']} bytes) "
+                       f"in {e.memory['buffers']} buffers ({e.memory['bytes_after']} bytes)")
         self._note(f"captured {len(g.nodes)} kernel calls ({sum(type(n) is not _capture.Node for n in g.nodes)} "
                    f"checked on replay), {len(static)} static inputs, {e.fused_kernels} fused kernels replacing "
                    f"{e.fused_nodes} calls")
@@ -368,5 +376,6 @@ class CompiledFunction:
                          "fused_kernels": e.fused_kernels,
                          "kernel_launches": (sum(type(n) is _capture.Node for n in g.nodes) - e.fused_nodes +
                                              e.fused_kernels) if g else 0,
+                         "memory_plan": e.memory,
                          "eager_reason": e.eager_reason})
         return rows

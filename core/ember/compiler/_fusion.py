@@ -312,10 +312,11 @@ def _graph_refs(nodes, versions, deltas):
     return refs, where
 
 
-def fuse_program(graph, program, deltas=()):
+def fuse_program(graph, program, deltas=(), ranges=None):
     """``program`` ([(fn, args, kwargs)] of ``graph.nodes``, one entry per node) with every run a fuser
     accepted replaced by one ``(fused, slot tensors, {})`` entry; returns ``(program, fused runs, nodes they
-    replaced)``. Without a fuser for any device in the graph, ``program`` is returned unchanged."""
+    replaced)``. Without a fuser for any device in the graph, ``program`` is returned unchanged. ``ranges``, a
+    list, receives the (first, last) node index of each replaced run (for memory planning)."""
     from . import _capture
     from .._tensor import Tensor
     nodes = graph.nodes
@@ -386,5 +387,7 @@ def fuse_program(graph, program, deltas=()):
         else:
             out.append(r[1])
             replaced += r[0] - i + 1
+            if ranges is not None:
+                ranges.append((i, r[0]))
             i = r[0] + 1
     return out, len(replace), replaced
