@@ -11,14 +11,26 @@
    checkpointing saves) outweigh the weights' gradients (what it cannot).
 3. A copy vdev:0 -> vdev:1 through the runtime's ``copy_across`` (arena to arena) against the core's
    staging through host memory (the runtime made to decline), for 64 KiB and 16 MiB.
+4. nn.parallel.Pipe over opencl:0 + cpu and cpu + opencl:0 (an asynchronous device beside a synchronous
+   one), chunks 1 / 2 / 4 / 8: time per forward and per forward + backward with the former issue order
+   (lower partitions first, each copying its input just before it runs) against the current one (every
+   copy first, then the partitions on asynchronous devices, then the synchronous ones), back to back in
+   each round, with the median of the rounds' ratios (chunks 1 is the control: both orders are the same),
+   beside each partition's own forward time on the whole batch (their sum is what a schedule without
+   overlap costs, their maximum what a perfect overlap would). Needs ember-opencl with a usable device;
+   skipped otherwise.
+
+    python benchmarks/bench_parallel.py --only overlap      # just section 4 (also: dp, pipe, copies)
 
 vdev computes with numpy on the host, synchronously: these figures measure ember's data flow and
-its overheads, not a speed-up from two accelerators (see docs/parallel.md). Needs ember-vdev
+its overheads, not a speed-up from two accelerators (see docs/parallel.md). Sections 1-3 need ember-vdev
 (pip install ./examples/vendor_plugin). Not a test: it prints and asserts nothing.
 """
 from __future__ import annotations
 
+import argparse
 import copy
+import statistics
 import time
 
 import ember
@@ -108,15 +120,80 @@ def copies():
               f"   ({staged / direct:.2f}x)")
 
 
-def main():
+def overlap(repeat=7):
     try:
-        ember.empty(1, device="vdev:1")
-    except RuntimeError:
-        print("ember-vdev is not installed: pip install ./examples/vendor_plugin")
+        usable = ember.opencl.is_available()
+    except AttributeError:           # ember-opencl not installed
+        usable = False
+    if not usable:
+        print("4. skipped: no usable OpenCL device (pip install './plugins/opencl[cpu]')")
         return
-    data_parallel()
-    pipe()
-    copies()
+    print(f"4. Pipe over opencl:0 ({ember.opencl.get_device_name(0)}) and cpu, MLP 512x8 (17 children), batch "
+          f"1024, checkpoint 'never'; ms, median of {repeat} rounds, the two orders back to back in each")
+    base = _mlp(width=512, depth=8)
+    sync = ember.opencl.synchronize
+    # about a third of the Linear layers on opencl:0: on a CPU OpenCL runtime its matmul takes about twice
+    # numpy's, so both stages take about as long (overlap can hide at most the shorter one)
+    for devices, balance in ((["opencl:0", "cpu"], [6, 11]), (["cpu", "opencl:0"], [10, 7])):
+        x = ember.randn(1024, 512, device=devices[0])
+        pipes = {c: Pipe(copy.deepcopy(base), chunks=c, checkpoint="never", devices=devices, balance=balance)
+                 for c in (1, 2, 4, 8)}
+        parts = pipes[1].partitions
+        mid = parts[0](x).detach().to(devices[1])
+        stage = paired([lambda: parts[0](x), lambda: parts[1](mid)], repeat=repeat, sync=sync)
+
+        def forward(p):
+            p(x)
+
+        def step(p):
+            p.zero_grad(set_to_none=True)
+            p(x).sum().backward()
+        print(f"   {' + '.join(devices)}, balance {balance}: forward on the whole batch, stage 0 {stage[0] * 1e3:.1f}, "
+              f"stage 1 {stage[1] * 1e3:.1f} (sum {sum(stage) * 1e3:.1f}, max {max(stage) * 1e3:.1f})")
+        print(f"   {'chunks':>6} {'fwd former':>11} {'fwd now':>8} {'now/former':>10} {'step former':>12} "
+              f"{'step now':>9} {'now/former':>10}")
+        for c, p in pipes.items():
+            row = []
+            for fn in (forward, step):
+                former, now, ratio = _orders(lambda: fn(p), p, repeat, sync)
+                row += [f"{former * 1e3:.1f}", f"{now * 1e3:.1f}", f"{ratio:.2f}"]
+            print(f"   {c:>6} {row[0]:>11} {row[1]:>8} {row[2]:>10} {row[3]:>12} {row[4]:>9} {row[5]:>10}")
+
+
+def _orders(fn, pipe, repeat, sync):
+    """Median seconds of ``fn`` with the former issue order and with the current one, timed back to back in each
+    round, and the median of the rounds' ratios (current / former), which load from other processes moves less."""
+    times = {False: [], True: []}
+    ratios = []
+    for r in range(repeat + 1):                     # round 0 warms up
+        for order in (False, True) if r % 2 else (True, False):
+            pipe._overlap = order
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            times[order].append(time.perf_counter() - t0)
+        if r:
+            ratios.append(times[True][-1] / times[False][-1])
+    pipe._overlap = True
+    return statistics.median(times[False][1:]), statistics.median(times[True][1:]), statistics.median(ratios)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=("dp", "pipe", "copies", "overlap"), help="run one section")
+    ap.add_argument("--repeat", type=int, default=7, help="timed rounds of section 4 (default 7)")
+    args = ap.parse_args()
+    if args.only in (None, "dp", "pipe", "copies"):
+        try:
+            ember.empty(1, device="vdev:1")
+        except RuntimeError:
+            print("ember-vdev is not installed: pip install ./examples/vendor_plugin")
+        else:
+            for name, fn in (("dp", data_parallel), ("pipe", pipe), ("copies", copies)):
+                if args.only in (None, name):
+                    fn()
+    if args.only in (None, "overlap"):
+        overlap(args.repeat)
 
 
 if __name__ == "__main__":

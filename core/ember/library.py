@@ -158,6 +158,10 @@ class DeviceRuntime:
     host_memory: bool = False
     #: the services this runtime provides beyond the basics ("streams", "pinned_memory", ...)
     services: frozenset = frozenset()
+    #: whether kernels are queued and return before they finish (the host may run other work meanwhile, and
+    #: ``synchronize`` waits for them); False for a runtime that computes in the calling thread. Schedulers read
+    #: it: ``nn.parallel.Pipe`` issues the partitions on asynchronous devices before the synchronous ones
+    asynchronous: bool = False
 
     # -- discovery -------------------------------------------------------
     def is_available(self) -> bool:

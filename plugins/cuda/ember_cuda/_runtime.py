@@ -78,6 +78,7 @@ class CudaRuntime(DeviceRuntime):
     indexed = True
     host_memory = False
     services = frozenset({"streams", "events", "pinned_memory"})
+    asynchronous = True          # kernels are launched on the current stream and return at once
     #: a usable GPU is the current accelerator (pin_memory, DataLoader) even beside opencl / vdev
     accelerator_priority = 10
 

@@ -223,6 +223,7 @@ class OpenCLRuntime(DeviceRuntime):
     indexed = True
     host_memory = False          # tensor.numpy() refuses, as for cuda: the memory is on the device
     services = frozenset()       # no streams / events / pinned memory: nothing declared that does not work
+    asynchronous = True          # kernels are enqueued on the in-order queue; host reads and writes block
 
     def __init__(self, probe_fn=None):
         self._devices = None     # [(platform, device)] in use, found on first need

@@ -4,16 +4,26 @@
 
 An ``nn.Sequential`` is cut into *partitions* (stages), one per device, and each mini-batch into
 ``chunks`` *micro-batches* along dim 0. Micro-batch i runs on partition j at clock cycle i + j, so
-that partition j can work on micro-batch i while partition j + 1 works on micro-batch i - 1. ember
-issues the tasks of each clock cycle from one thread, lower partitions first. Stages overlap only
-where a device computes asynchronously *and* the copy of one micro-batch to the next device does not
-wait for work queued after it: ember-cpu and the reference plugin vdev are synchronous, and
-ember-opencl's copies to another device wait for its whole in-order queue (ember-cuda's streams are
-not verified on a GPU), so today the schedule is correct but its tasks run one after another; what
-Pipe gives now is memory (each device holds its partition and, with checkpointing, little else),
-not speed. Between partitions a
-micro-batch is copied with ``.to(device)`` (through the runtime's ``copy_across`` where it has one),
-which is differentiable, so the backward graph crosses devices on its own; backward runs in the
+that partition j can work on micro-batch i while partition j + 1 works on micro-batch i - 1.
+
+ember issues each clock cycle's tasks from one thread in two passes. First every task's input is
+moved to its partition's device with ``.to(device)`` (through the runtime's ``copy_across`` where it
+has one; differentiable, so the backward graph crosses devices on its own). The copy of micro-batch
+i - 1 out of stage k's device then waits only for that micro-batch's own work: ember-opencl's copies
+to and from a device wait for its whole in-order queue, which at that moment holds nothing newer.
+Then the partitions run, those on asynchronous devices first (``DeviceRuntime.asynchronous``:
+ember-opencl, ember-cuda), whose kernels are queued and run in the background, then those on
+synchronous devices (ember-cpu, vdev), which compute in the calling thread meanwhile. With
+opencl:0 -> cpu the OpenCL device computes micro-batch i while the cpu computes stage 1 of micro-batch
+i - 1; with cpu -> opencl:0 the OpenCL stage of micro-batch i - 1 runs while the cpu computes
+micro-batch i; two asynchronous devices both run in the background. Partitions on synchronous devices
+only (vdev:0 + vdev:1, cpu + vdev) still run one after another. The order changes no value: the tasks
+of one clock cycle touch different micro-batches and partitions, and each group keeps its order, so
+every device's generator sees the same draws (dropout masks) as with lower partitions first. Whether
+the overlap pays depends on the hardware: an OpenCL *CPU* runtime shares its cores with numpy, and on
+the shared 2-core machine of docs/benchmarks.md ("Issue 24") the time per forward or step with this
+order, over the former one, scattered (0.69-1.24) as widely as with one micro-batch, where both orders
+are the same (0.87-1.23): no speed-up resolvable there; a GPU was not measured. Backward runs in the
 autograd engine's order (not pipelined).
 
 Activation checkpointing per micro-batch: ``checkpoint="always"`` checkpoints every micro-batch on
@@ -38,6 +48,12 @@ from ..modules.module import Module
 __all__ = ["Pipe"]
 
 _CHECKPOINT_MODES = ("always", "except_last", "never")
+
+
+def _asynchronous(device):
+    """Whether ``device``'s runtime queues kernels and returns before they finish (``DeviceRuntime.asynchronous``)."""
+    from ... import _registry
+    return bool(getattr(_registry.device_type(device.type).runtime, "asynchronous", False))
 
 
 def _module_device(module, default):
@@ -70,6 +86,10 @@ class Pipe(Module):
     ``partitions.<stage>.<index in stage>...``, as torchgpipe's) and ``devices`` are attributes, and the Pipe
     indexes, iterates and measures (``len``) like the Sequential it splits.
     """
+
+    #: internal: False issues each clock cycle's tasks in the former order (lower partitions first, each copying its
+    #: input just before it runs), for benchmarks/bench_parallel.py's side-by-side figures; results are the same
+    _overlap = True
 
     def __init__(self, module, chunks=1, checkpoint="except_last", devices=None, balance=None,
                  deferred_batch_norm=False):
@@ -159,17 +179,30 @@ class Pipe(Module):
         stop = {"always": n, "except_last": n - 1, "never": 0}[self.checkpoint] if ember.is_grad_enabled() else 0
         self._check_batch_norm(n, stop > 0)
         outs = [x if isinstance(input, tuple) else x[0] for x in micro]
+        asynchronous = [_asynchronous(d) for d in self.devices]
         for clock in range(n + m - 1):                     # GPipe: micro-batch i on partition j at clock i + j
-            for j in range(max(0, clock - n + 1), min(m, clock + 1)):
-                i = clock - j
-                outs[i] = self._run(j, outs[i], checkpointed=i < stop)
+            tasks = [(j, clock - j) for j in range(max(0, clock - n + 1), min(m, clock + 1))]
+            if not self._overlap:                          # the former order (kept for the benchmark)
+                for j, i in tasks:
+                    outs[i] = self._compute(j, self._to_stage(j, outs[i]), checkpointed=i < stop)
+                continue
+            for j, i in tasks:                             # 1. every input to its partition's device
+                outs[i] = self._to_stage(j, outs[i])
+            # 2. partitions on asynchronous devices first (queued, they run while the host computes), then the
+            # synchronous ones; a stable sort keeps each group's order, so no generator sees another draw order
+            for j, i in sorted(tasks, key=lambda t: not asynchronous[t[0]]):
+                outs[i] = self._compute(j, outs[i], checkpointed=i < stop)
         if isinstance(outs[0], tuple):
             return tuple(ember.cat([o[k] for o in outs]) for k in range(len(outs[0])))
         return ember.cat(outs)
 
-    def _run(self, j, x, checkpointed):
+    def _to_stage(self, j, x):
+        """``x`` (a tensor or a tuple) moved to partition ``j``'s device (differentiable ``.to``)."""
         dev = self.devices[j]
-        x = tuple(t.to(dev) for t in x) if isinstance(x, tuple) else x.to(dev)
+        return tuple(t.to(dev) for t in x) if isinstance(x, tuple) else x.to(dev)
+
+    def _compute(self, j, x, checkpointed):
+        """Partition ``j`` on ``x`` (already on its device), under activation checkpointing when asked."""
         part = self.partitions[j]
         if not checkpointed:
             return part(*x) if isinstance(x, tuple) else part(x)
