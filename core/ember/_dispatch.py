@@ -84,6 +84,8 @@ class OpDef:
         self.host = None       # the op's own host path (fn(op, args, kwargs)), tried before the device fallback
         self.multi_output_type = multi_output_type
         self.autograd = None   # the op's derivative (ember.autograd.derivatives), None = not differentiable
+        self.qualname = None   # "<namespace>::<name>" of an op ember.library.Library.define declared
+        self.plugin = None     # the plugin whose ember_register defined it (None: core, or user code)
         self.rec = _generic_rec(self)   # records the node after a structured op ran (autograd._fastpath)
         self.entry = None      # the generated functional entry point (set by declare)
 

@@ -598,6 +598,9 @@ class Library:
         def apply():
             fn = _dispatch.declare(sch, meta, structured=structured, composite=composite, inplace=inplace,
                                    doc=doc, multi_output_type=multi_output_type)
+            # who defined it: saved ember.jit graphs name the op and its plugin, so loading without it says so
+            fn._op.qualname = f"{self.ns}::{short}"
+            fn._op.plugin = self._registry.plugin if self._registry is not None else None
             ns_obj = ops_mod.__dict__.setdefault(self.ns, types.SimpleNamespace())
             setattr(ns_obj, short, fn)
             if inplace:

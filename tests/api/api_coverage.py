@@ -194,6 +194,21 @@ ABSENT = {
     "torch.func": [
         ("functionalize", "a graph pass removing mutation for compilers; ember's transforms run eagerly"),
     ],
+    "torch.jit": [
+        ("CompilationUnit", TORCHSCRIPT), ("RecursiveScriptClass", TORCHSCRIPT), ("interface", TORCHSCRIPT),
+        ("script_method", TORCHSCRIPT + "; ember.jit.script is out of scope (docs/jit.md)"),
+        ("ONNXTracedModule", "the TorchScript exporter's internal wrapper; ember.onnx.export traces with ember.jit.trace"),
+        ("*_flatbuffer", "TorchScript's flatbuffer module format (mobile); ember.jit saves a zip of JSON and "
+                         "ember.save records (docs/jit.md)"),
+        ("last_executed_optimized_graph", "TorchScript's profiling executor; ember's graphs run op by op, unoptimised"),
+        ("run_frozen_optimizations", "TorchScript graph passes on frozen modules; ember's graph runner has none"),
+    ],
+    "torch.onnx": [
+        ("ExportableModule", "the torch.export-based exporter (dynamo=True), which ember does not have"),
+        ("InputObserver", "the torch.export-based exporter (dynamo=True), which ember does not have"),
+        ("ONNXProgram", "the torch.export-based exporter's result (dynamo=True); ember.onnx.export returns the "
+                        "onnx.ModelProto"),
+    ],
     "torch.Tensor": [
         ("to_mkldnn", "no oneDNN layout"),
         ("to_sparse_[bc]s[rc]", "the compressed sparse layouts (CSR / CSC / BSR / BSC): ember-sparse implements "

@@ -17,10 +17,16 @@ import zipfile
 
 from ._graph import JitGraph, FORMAT, VERSION
 from ._trace import TracerWarning, TRACING
+from ._extras import (Attribute, ScriptWarning, Future, fork, wait, isinstance as _jit_isinstance, script_if_tracing,
+                      set_fusion_strategy, set_module, strict_fusion, fuser, optimized_execution,
+                      enable_onednn_fusion, onednn_fusion_enabled, export_opnames, optimize_for_inference)
 
 __all__ = ["trace", "trace_module", "script", "ScriptModule", "ScriptFunction", "TracedModule", "TopLevelTracedModule",
            "RecursiveScriptModule", "annotate", "TracerWarning", "TracingCheckError",
-           "save", "load", "ignore", "unused", "is_scripting", "is_tracing", "export", "freeze", "Error"]
+           "save", "load", "ignore", "unused", "is_scripting", "is_tracing", "export", "freeze", "Error",
+           "Attribute", "ScriptWarning", "Future", "fork", "wait", "isinstance", "script_if_tracing",
+           "set_fusion_strategy", "set_module", "strict_fusion", "fuser", "optimized_execution",
+           "enable_onednn_fusion", "onednn_fusion_enabled", "export_opnames", "optimize_for_inference"]
 
 
 class TracingCheckError(Exception):
@@ -383,3 +389,11 @@ def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
 
 
 __all__ += ["FORMAT", "VERSION"]
+
+
+
+def __getattr__(name):
+    # ``ember.jit.isinstance`` (torch.jit.isinstance) without shadowing the builtin for this module's own code
+    if name == "isinstance":
+        return _jit_isinstance
+    raise AttributeError(f"module 'ember.jit' has no attribute '{name}'")

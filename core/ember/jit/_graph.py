@@ -217,7 +217,10 @@ class JitGraph:
                  "kwargs": {k: _enc_arg(a, n["op"]) for k, a in n["kwargs"].items()},
                  "outputs": n["outputs"], "inplace": n["inplace"]}
             if n["op"] not in VIEW_OPS:
-                j["schema"] = _dispatch.ops[n["op"]].schema.text
+                op = _dispatch.ops[n["op"]]
+                j["schema"] = op.schema.text
+                if op.qualname is not None:          # defined by a Library: who must be there at load time
+                    j["defined_by"] = {"op": op.qualname, "plugin": op.plugin}
             nodes.append(j)
         return {"format": FORMAT, "version": VERSION, "inputs": self.inputs, "input_names": self.input_names,
                 "state": self.state, "constants": sorted(self.constants), "nodes": nodes, "outputs": self.outputs,
@@ -242,6 +245,10 @@ class JitGraph:
             g.updates = [(str(n), int(v)) for n, v in j["updates"]]
             g.outputs = j["outputs"]
             known = set(g.inputs) | set(g.state.values())
+            if any(isinstance(n, dict) and n.get("op") not in _dispatch.ops and n.get("op") not in VIEW_OPS
+                   for n in j["nodes"]):
+                from .. import _registry
+                _registry.ensure_loaded()        # an op of a plugin not loaded yet (discovery is lazy)
             for vid in j["constants"]:
                 if str(vid) not in constants:
                     raise RuntimeError(f"ember.jit.load: constant %{vid} is missing from the archive")
@@ -262,7 +269,7 @@ class JitGraph:
                     if len(n["args"]) > len(schema.arguments) or not set(n["kwargs"]) <= names:
                         raise RuntimeError(f"ember.jit.load: {where}: arguments do not match the schema")
                 else:
-                    raise RuntimeError(f"ember.jit.load: {where}: unknown op '{op}' (not in ember's op registry)")
+                    raise RuntimeError(_unknown_op(op, where, n.get("defined_by")))
                 args = [_dec_arg(a, where, known) for a in n["args"]]
                 kwargs = {str(k): _dec_arg(a, where, known) for k, a in n["kwargs"].items()}
                 outs = [None if v is None else int(v) for v in n["outputs"]]
@@ -272,6 +279,21 @@ class JitGraph:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise RuntimeError(f"ember.jit.load: malformed graph ({type(e).__name__}: {e})") from None
         return g
+
+
+def _unknown_op(op, where, defined_by):
+    """The error for a node whose op this process does not have: for an op a Library defined, which op and
+    which plugin (with how to install it) the graph needs."""
+    if not isinstance(defined_by, dict) or not isinstance(defined_by.get("op"), str):
+        return f"ember.jit.load: {where}: unknown op '{op}' (not in ember's op registry)"
+    plugin = defined_by.get("plugin")
+    if isinstance(plugin, str):
+        from .._registry import install_advice
+        return (f"ember.jit.load: {where}: the graph calls '{defined_by['op']}', which the plugin '{plugin}' "
+                f"defines, and that plugin is not loaded here: {install_advice(plugin)}")
+    return (f"ember.jit.load: {where}: the graph calls '{defined_by['op']}', an op defined with "
+            f"ember.library.Library('{defined_by['op'].split('::')[0]}').define in the program that saved it; "
+            f"define it (import the code that does) before ember.jit.load")
 
 
 def _run_shape(shape, src):

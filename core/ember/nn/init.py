@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from .._tensor import Tensor  # noqa: F401 - torch.nn.init.Tensor (the module's annotations name it)
 from ..autograd.grad_mode import no_grad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",

@@ -10,9 +10,12 @@ import contextlib
 import enum
 
 from ._export import OnnxExporterError, UnsupportedOperatorError
+from ._symbolic import (JitScalarType, TensorProtoDataType, register_custom_op_symbolic,
+                        unregister_custom_op_symbolic)
 
 __all__ = ["export", "dynamo_export", "is_in_onnx_export", "OnnxExporterError", "UnsupportedOperatorError",
-           "TrainingMode", "OperatorExportTypes", "select_model_mode_for_export"]
+           "TrainingMode", "OperatorExportTypes", "select_model_mode_for_export", "JitScalarType",
+           "TensorProtoDataType", "register_custom_op_symbolic", "unregister_custom_op_symbolic"]
 
 
 class TrainingMode(enum.IntEnum):

@@ -566,29 +566,37 @@ def export_graph(graph, state, *, input_names, output_names, dynamic_axes, opset
                      [f"const_{vid}"])
         else:
             inits.append(numpy_helper.from_array(t.detach().cpu().numpy(), f"const_{vid}"))
+    from ._symbolic import custom_symbolic, run_symbolic, Value
+    domains = set()
     for n in graph.nodes:
+        custom = custom_symbolic(n["op"], opset_version)
         entry = MAPPING.get(n["op"])
-        if entry is None or entry[2] > opset_version:
+        if custom is None and (entry is None or entry[2] > opset_version):
             why = "has no ONNX mapping" if entry is None else f"needs opset {entry[2]} or newer"
             raise UnsupportedOperatorError(f"ember.onnx.export: ember op '{n['op']}' {why} (opset_version="
-                                           f"{opset_version}). Supported ops: {', '.join(sorted(MAPPING))}.")
-        if n["op"] not in _DYN_OK and _has_dyn(n):
+                                           f"{opset_version}). Supported ops: {', '.join(sorted(MAPPING))}; "
+                                           f"ember.onnx.register_custom_op_symbolic adds one.")
+        if custom is None and n["op"] not in _DYN_OK and _has_dyn(n):
             raise UnsupportedOperatorError(f"ember.onnx.export: ember op '{n['op']}' takes a size that follows a "
                                            f"dynamic axis, which its ONNX mapping cannot take (opset {opset_version}); "
                                            f"export with fixed shapes")
 
-        def arg(a):
+        def arg(a, wrap=lambda name: name):
             if "v" in a:
-                return names.get(a["v"], f"v{a['v']}")
+                return wrap(names.get(a["v"], f"v{a['v']}"))
             if "vs" in a:
-                return [names.get(v, f"v{v}") for v in a["vs"]]
+                return [wrap(names.get(v, f"v{v}")) for v in a["vs"]]
             if "fresh" in a:
                 return None
             return a["c"]
-        args = [arg(a) for a in n["args"]]
-        kwargs = {k: arg(a) for k, a in n["kwargs"].items()}
         outs = [None if v is None or (v not in used and v not in out_vids) else names.setdefault(v, f"v{v}")
                 for v in n["outputs"]]
+        if custom is not None:
+            run_symbolic(custom, ctx, n, [arg(a, Value) for a in n["args"]],
+                         {k: arg(a, Value) for k, a in n["kwargs"].items()}, outs, domains)
+            continue
+        args = [arg(a) for a in n["args"]]
+        kwargs = {k: arg(a) for k, a in n["kwargs"].items()}
         entry[0](ctx, n, args, kwargs, outs)
     outputs = []
     for vid, nm in zip(out_vids, o_names):
@@ -596,7 +604,8 @@ def export_graph(graph, state, *, input_names, output_names, dynamic_axes, opset
         ctx.node("Identity", [src], [nm])
         outputs.append(vinfo(nm, vid))
     g = helper.make_graph(ctx.nodes, "ember_graph", inputs, outputs, initializer=inits + ctx.inits)
-    model = helper.make_model(g, producer_name=producer, opset_imports=[helper.make_opsetid("", opset_version)])
+    model = helper.make_model(g, producer_name=producer, opset_imports=[helper.make_opsetid("", opset_version)] +
+                              [helper.make_opsetid(d, 1) for d in sorted(domains)])
     model.ir_version = min(model.ir_version, 8 if opset_version <= 18 else 9)
     onnx.checker.check_model(model)
     return model
