@@ -672,7 +672,7 @@ NON_DIFFERENTIABLE_OPS = {"arange", "eye", "linspace", "randperm", "unique", "un
                           "geqrf", "linalg_ldl_factor_ex", "linalg_ldl_solve"}
 #: ops PyTorch differentiates and ember does not yet: a known gap, listed so it stays visible (backward raises
 #: "the derivative for ... is not implemented")
-KNOWN_GAPS = {"ormqr"}
+KNOWN_GAPS = set()
 
 
 def _plugin_namespaces():

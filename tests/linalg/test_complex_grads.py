@@ -203,3 +203,26 @@ def test_real_float64_unchanged():
         (ge,), (gt,) = _grads(ember, f, [arr]), _grads(torch, f, [arr])
         assert ge.dtype == ember.float64
         np.testing.assert_allclose(_np(ge), _np(gt), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+@pytest.mark.parametrize("shape", [(5, 3), (4, 4), (5, 1)])
+@pytest.mark.parametrize("left,transpose", [(True, False), (True, True), (False, False), (False, True)])
+def test_ormqr_gradients_match_torch(dtype, shape, left, transpose):
+    """ormqr(A, tau, C) = op(Q) C or C op(Q): gradients for all three inputs, batched, as torch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    m, n = shape
+
+    def rand(*s):
+        x = rng.standard_normal(s)
+        return x + 1j * rng.standard_normal(s) if dtype == "complex128" else x
+    a, c = rand(2, m, n), rand(2, m, 3) if left else rand(2, 3, m)
+    w = rand(*c.shape)
+    g, tau = torch.geqrf(torch.tensor(a))
+    tin = [g.clone().requires_grad_(), tau.clone().requires_grad_(), torch.tensor(c).requires_grad_()]
+    (torch.ormqr(*tin, left=left, transpose=transpose) * torch.tensor(w).conj()).real.sum().backward()
+    ein = [ember.tensor(x.detach().numpy()).requires_grad_() for x in tin]
+    (ember.ormqr(*ein, left=left, transpose=transpose) * ember.tensor(w).conj()).real.sum().backward()
+    for e, t in zip(ein, tin):
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)

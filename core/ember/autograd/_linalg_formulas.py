@@ -373,9 +373,32 @@ def householder_grads(grad, A, tau, which):
     return cols
 
 
+def ormqr_grads(grad, A, tau, C, left, transpose, which):
+    """ormqr(A, tau, C) is op(Q) C (``left``) or C op(Q), op = ^H for ``transpose``, with Q the m x m product of
+    tau's k reflectors (PyTorch's ormqr derivative). Q is formed here as ``householder_product`` of A padded to
+    m x m columns (the padding columns are never read), so A's and tau's gradients are that product's
+    (``householder_grads``) at the gradient reaching Q: G C^H, C G^H, C^H G or G^H C for the four forms."""
+    ember = _e()
+    m, n = A._shape[-2:]
+    A_full = A if n == m else ember.cat([A, ember.zeros(A._shape[:-1] + (m - n,), dtype=A._dtype,
+                                                        device=A._device)], -1)
+    Q = ember.linalg.householder_product(A_full, tau)
+    if which == "input3":
+        if left:
+            return Q @ grad if transpose else _h(Q) @ grad
+        return grad @ Q if transpose else grad @ _h(Q)
+    if left:
+        gQ = C @ _h(grad) if transpose else grad @ _h(C)
+    else:
+        gQ = _h(grad) @ C if transpose else _h(C) @ grad
+    if which == "input2":
+        return householder_grads(gQ, A_full, tau, "tau")
+    return householder_grads(gQ, A_full, tau, "A")[..., :n]
+
+
 HELPERS = {f.__name__: f for f in (det_grad, slogdet_grad, inv_grad, solve_grads, cholesky_grad, qr_grad, eigh_grad,
                                     eig_real_grad, svd_grad, lu_factor_grad, lu_solve_grads, solve_triangular_grads,
-                                    matrix_exp_grad, householder_grads)}
+                                    matrix_exp_grad, householder_grads, ormqr_grads)}
 
 #: op name -> (formulas, non-differentiable output indices)
 LINALG_DERIVATIVES = {
@@ -396,4 +419,7 @@ LINALG_DERIVATIVES = {
     "linalg_matrix_exp": ({"A": "matrix_exp_grad(grad, A)"}, ()),
     "linalg_householder_product": ({"A": "householder_grads(grad, A, tau, 'A')",
                                     "tau": "householder_grads(grad, A, tau, 'tau')"}, ()),
+    "ormqr": ({"self": "ormqr_grads(grad, self, input2, input3, left, transpose, 'self')",
+               "input2": "ormqr_grads(grad, self, input2, input3, left, transpose, 'input2')",
+               "input3": "ormqr_grads(grad, self, input2, input3, left, transpose, 'input3')"}, ()),
 }

@@ -263,7 +263,7 @@ COMPLEX_SAFE = frozenset({
     "linalg_det", "linalg_slogdet", "linalg_inv_ex", "linalg_solve_ex", "linalg_solve_triangular", "linalg_cholesky_ex",
     "linalg_matrix_exp", "linalg_lu_factor_ex", "linalg_lu_solve", "cumprod",
     # third pass: the decompositions with their phase (gauge) checks, and householder_product
-    "linalg_qr", "linalg_eigh", "linalg_eig", "linalg_svd", "linalg_householder_product",
+    "linalg_qr", "linalg_eigh", "linalg_eig", "linalg_svd", "linalg_householder_product", "ormqr",
 })
 
 

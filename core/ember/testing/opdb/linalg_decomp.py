@@ -348,8 +348,9 @@ def _householder_samples(op, device, dtype, requires_grad=False):
 
 
 def _ormqr_samples(op, device, dtype, requires_grad=False):
-    m = _Mk(op, device, dtype, False)
+    m = _Mk(op, device, dtype, requires_grad)
     (a, tau), (b, taub) = _qr_packed(op, device, dtype, [(5, 3), (2, 4, 4)])
+    a, tau, b, taub = (with_grad(x, requires_grad) for x in (a, tau, b, taub))
     yield SampleInput(a, (tau, m((5, 2), shift=0)), name="Q C")
     yield SampleInput(a, (tau, m((2, 5), shift=0), False, True), name="C Q^H")
     yield SampleInput(b, (taub, m((2, 4, 3), shift=0, view="t"), True, True), name="Q^H C, batched, transposed C")
@@ -493,8 +494,7 @@ def _build():
                tolerances=TOL))
     add(OpInfo("linalg_householder_product", op=L.householder_product, ref=_householder_ref,
                sample_inputs=_householder_samples, **ag))
-    add(OpInfo("ormqr", op=_ember().ormqr, ref=_ormqr_ref, sample_inputs=_ormqr_samples, dtypes=DTYPES,
-               tolerances=TOL))
+    add(OpInfo("ormqr", op=_ember().ormqr, ref=_ormqr_ref, sample_inputs=_ormqr_samples, **ag))
     add(OpInfo("linalg_ldl_factor_ex", op=L.ldl_factor_ex, ref=_ldl_ref, sample_inputs=_ldl_samples, dtypes=DTYPES,
                tolerances=TOL))
     add(OpInfo("linalg_ldl_solve", op=L.ldl_solve, ref=_ldl_solve_ref, sample_inputs=_ldl_solve_samples,
