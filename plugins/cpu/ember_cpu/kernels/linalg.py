@@ -33,7 +33,11 @@ def _product(f, a, b, out):
     x, y = _nv(a), _nv(b)
     if x.dtype == y.dtype == o.dtype and o.dtype not in LOWP:
         if f is np.matmul:
-            np.matmul(x, y, out=o)
+            if x.ndim > 2 and y.ndim == 2 and x.flags.c_contiguous and o.flags.c_contiguous:
+                # (*, n, k) @ (k, m) as one (N, k) GEMM instead of one BLAS call per leading index
+                np.matmul(x.reshape(-1, x.shape[-1]), y, out=o.reshape(-1, o.shape[-1]))
+            else:
+                np.matmul(x, y, out=o)
         else:
             o[...] = f(x, y)
         return

@@ -37,7 +37,12 @@ def linear(input, weight, bias=None, *, out):
             r += np_view(bias).astype(np.float32)
         write(out, r)
         return
-    np.matmul(x, w.T, out=o)
+    if x.ndim > 2 and x.flags.c_contiguous and o.flags.c_contiguous:
+        # (*, in) @ (in, out) as one (N, in) GEMM: numpy would call BLAS once per leading index (1.7x slower
+        # for the transformer's (16, 32, 64) inputs)
+        np.matmul(x.reshape(-1, x.shape[-1]), w.T, out=o.reshape(-1, o.shape[-1]))
+    else:
+        np.matmul(x, w.T, out=o)
     if bias is not None:
         o += np_view(bias)
 
