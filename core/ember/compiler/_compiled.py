@@ -20,6 +20,7 @@ eagerly from then on; ``ember.profiler.compiled_graphs()`` says why.
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import warnings
@@ -59,11 +60,13 @@ def _globally_disabled() -> bool:
 
 class _Entry:
     __slots__ = ("calls", "graph", "program", "static", "eager_reason", "end_grads", "read_grads", "deltas",
-                 "outputs", "replays", "mismatches", "writeback", "fused_kernels", "fused_nodes", "memory")
+                 "outputs", "replays", "mismatches", "writeback", "fused_kernels", "fused_nodes", "memory",
+                 "bound")
 
     def __init__(self):
         self.calls = 0
         self.memory = None         # what memory planning did (``_memplan.plan``), or None
+        self.bound = ()            # ``program`` as bound callables, what the replay runs
         self.graph = None
         self.program = None        # [(fn, args, kwargs)] the replay runs
         self.static = None         # [(index in the flattened arguments, static tensor)]
@@ -314,6 +317,8 @@ class CompiledFunction:
         self._note(f"captured {len(g.nodes)} kernel calls ({sum(type(n) is not _capture.Node for n in g.nodes)} "
                    f"checked on replay), {len(static)} static inputs, {e.fused_kernels} fused kernels replacing "
                    f"{e.fused_nodes} calls")
+        # the replay's calls, bound once (functools.partial: ~0.1 us per call less than fn(*args, **kwargs))
+        e.bound = [functools.partial(fn, *a, **k) for fn, a, k in e.program]
         # the capture ran on the staged copies: the user's arguments see what eager would have done to them
         e.writeback = [(i, s) for i, s in static if s._version != v0[id(s)]]
         for i, s in e.writeback:
@@ -330,8 +335,8 @@ class CompiledFunction:
         from .._ops._copy import _copy_impl
         for i, s in e.static:
             _copy_impl(s, leaves[i])
-        for fn, a, k in e.program:
-            fn(*a, **k)
+        for call in e.bound:
+            call()
         for t, d in e.deltas:
             vc = t._vc
             if vc is None:
