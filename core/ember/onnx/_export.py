@@ -281,6 +281,38 @@ def _softmax(ctx, n, args, kw, outs):
     ctx.node("Softmax" if n["op"] == "softmax" else "LogSoftmax", [x], [outs[0]], axis=int(dim))
 
 
+@_maps("_thnn_fused_lstm_cell", "Add, Slice, Sigmoid, Tanh, Mul (Concat for the workspace)")
+def _fused_lstm_cell(ctx, n, args, kw, outs):
+    gates = ctx.node("Add", [args[0], args[1]])
+    for b in args[3:5]:
+        if b is not None:
+            gates = ctx.node("Add", [gates, b])
+    H = ctx.meta(n["args"][0]["v"])[0][1] // 4
+    i, f, g, o = (ctx.node(act, [ctx.node("Slice", [gates, ctx.ints([k * H]), ctx.ints([(k + 1) * H]), ctx.ints([1])])])
+                  for k, act in enumerate(("Sigmoid", "Sigmoid", "Tanh", "Sigmoid")))
+    cy = ctx.node("Add", [ctx.node("Mul", [f, args[2]]), ctx.node("Mul", [i, g])], outs[1:2] if outs[1] else None)
+    if outs[0] is not None:
+        ctx.node("Mul", [o, ctx.node("Tanh", [cy])], [outs[0]])
+    if outs[2] is not None:
+        ctx.node("Concat", [i, f, g, o], [outs[2]], axis=1)
+
+
+@_maps("_thnn_fused_gru_cell", "Add, Slice, Sigmoid, Tanh, Mul, Sub (Concat for the workspace)")
+def _fused_gru_cell(ctx, n, args, kw, outs):
+    ig, hg, hx = args[0], args[1], args[2]
+    ig = ctx.node("Add", [ig, args[3]]) if len(args) > 3 and args[3] is not None else ig
+    hg = ctx.node("Add", [hg, args[4]]) if len(args) > 4 and args[4] is not None else hg
+    H = ctx.meta(n["args"][0]["v"])[0][1] // 3
+    part = lambda x, k: ctx.node("Slice", [x, ctx.ints([k * H]), ctx.ints([(k + 1) * H]), ctx.ints([1])])  # noqa
+    r, z = (ctx.node("Sigmoid", [ctx.node("Add", [part(ig, k), part(hg, k)])]) for k in (0, 1))
+    hn = part(hg, 2)
+    nn_ = ctx.node("Tanh", [ctx.node("Add", [part(ig, 2), ctx.node("Mul", [r, hn])])])
+    if outs[0] is not None:
+        ctx.node("Add", [nn_, ctx.node("Mul", [z, ctx.node("Sub", [hx, nn_])])], [outs[0]])
+    if outs[1] is not None:
+        ctx.node("Concat", [r, z, nn_, hx, hn], [outs[1]], axis=1)
+
+
 @_maps("embedding", "Gather")
 def _embedding(ctx, n, args, kw, outs):
     ctx.node("Gather", [args[0], args[1]], [outs[0]], axis=0)

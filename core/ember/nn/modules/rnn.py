@@ -2,10 +2,11 @@
 
 Written with ember ops: each layer and direction projects the whole input sequence with
 one matmul (input-to-hidden weights and both biases where they add), then loops over the
-time steps with one hidden-to-hidden matmul each. Parameter names, shapes, gate orders
-(LSTM: input, forget, cell, output; GRU: reset, update, new) and the default
-initialisation U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)) are PyTorch's, so state dicts
-load across.
+time steps with one hidden-to-hidden matmul each; an LSTM or GRU step is then one fused op
+(``_thnn_fused_lstm_cell`` / ``_thnn_fused_gru_cell``, ember.nn._fused_rnn) whose backward
+is one op as well. Parameter names, shapes, gate orders (LSTM: input, forget, cell, output;
+GRU: reset, update, new) and the default initialisation U(-1/sqrt(hidden_size),
+1/sqrt(hidden_size)) are PyTorch's, so state dicts load across.
 
 PackedSequence input (ember.nn.utils.rnn) runs on the padded batch in packed (length-sorted)
 order with a mask per time step: a sequence whose steps are over keeps its state, so h_n is
@@ -21,7 +22,7 @@ import warnings
 import ember
 from ... import empty, zeros
 from .. import functional as F
-from .. import init
+from .. import _fused_rnn, init
 from ..parameter import Parameter
 from .module import Module
 
@@ -38,30 +39,26 @@ def _rnn_step(act):
     return step
 
 
-def _lstm_step(xw, h, c, w_hh, b_hh, w_hr):
-    gates = xw + h.matmul(w_hh.t())
-    i, f, g, o = gates.chunk(4, -1)
-    c = ember.sigmoid(f) * c + ember.sigmoid(i) * ember.tanh(g)
-    h = ember.sigmoid(o) * ember.tanh(c)
+def _lstm_step(xw, h, c, w_hh_t, b_hh, w_hr):
+    # w_hh_t: weight_hh transposed once per sequence; one fused op per step (gate activations and the cell
+    # update; its backward is one op too)
+    h, c, _ = _fused_rnn.fused_lstm_cell(xw, h.matmul(w_hh_t), c)
     if w_hr is not None:
         h = h.matmul(w_hr.t())
     return h, c
 
 
-def _gru_step(xw, h, c, w_hh, b_hh, w_hr):
-    xr, xz, xn = xw.chunk(3, -1)                # xw holds b_ih only: b_hn sits inside r * (...)
-    hr, hz, hn = F.linear(h, w_hh, b_hh).chunk(3, -1)
-    r = ember.sigmoid(xr + hr)
-    z = ember.sigmoid(xz + hz)
-    n = ember.tanh(xn + r * hn)
-    return n + z * (h - n), None
+def _gru_step(xw, h, c, w_hh_t, b_hh, w_hr):
+    # xw holds b_ih only: b_hn sits inside r * (...), so b_hh goes to the fused op; w_hh_t as for the LSTM
+    h, _ = _fused_rnn.fused_gru_cell(xw, h.matmul(w_hh_t), h, None, b_hh)
+    return h, None
 
 
 def _run_direction(step, xw, h, c, w_hh, b_hh, w_hr, reverse, active=None):
     """Loop ``step`` over the time steps of the projected input ``xw`` (L, N, G); outputs (L, N, H).
     ``active`` (packed input): per step a (N, 1) bool mask of the sequences still running; the others
     keep their state."""
-    steps = xw.unbind(0)
+    steps = _fused_rnn.unbind_steps(xw)        # its backward stacks the steps' gradients once
     outs = [None] * len(steps)
     order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
     for t in order:
@@ -193,8 +190,12 @@ class RNNBase(Module):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_params(layer, direction)
                 # one matmul for the input projection of every step; b_hh folds in except for the GRU
                 b = b_ih if (self.mode == "GRU" or b_ih is None) else b_ih + b_hh
-                xw = F.linear(x, w_ih, b)
+                # as one 2-D product (L * N, in) @ (in, G): numpy loops a 3-D one over L small products
+                L, N = x._shape[0], x._shape[1]
+                xw = F.linear(x.reshape(L * N, x._shape[2]), w_ih, b).reshape(L, N, w_ih._shape[0])
                 k = layer * num_directions + direction
+                if self.mode in ("LSTM", "GRU"):      # transposed once, not once per step
+                    w_hh = w_hh.t()
                 out, h, c = _run_direction(step, xw, hs[k], cs[k] if cs is not None else None, w_hh,
                                            b_hh if self.mode == "GRU" else None, w_hr, direction == 1, active)
                 outs.append(out)
@@ -514,7 +515,7 @@ class LSTMCell(RNNCellBase):
         xw = F.linear(x, self.weight_ih, self.bias_ih)
         if self.bias_hh is not None:
             xw = xw + self.bias_hh
-        h, c = _lstm_step(xw, h, c, self.weight_hh, None, None)
+        h, c = _lstm_step(xw, h, c, self.weight_hh.t(), None, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -529,5 +530,6 @@ class GRUCell(RNNCellBase):
         dtype; shape errors as PyTorch's (matches torch.nn.GRUCell.forward).
         """
         x, (h,), batched = self._prepare(input, hx, 1)
-        h, _ = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, None, self.weight_hh, self.bias_hh, None)
+        h, _ = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, None, self.weight_hh.t(), self.bias_hh,
+                         None)
         return h if batched else h.squeeze(0)

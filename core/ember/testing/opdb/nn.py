@@ -1,6 +1,6 @@
 """Op database entries: the nn ops of the dispatcher (linear, relu, softmax, log_softmax, nll_loss
 and its backward, im2col / col2im, max_pool2d_with_indices and its backward, constant_pad_nd,
-embedding, conv2d and its two backward ops).
+embedding, conv2d and its two backward ops, the fused LSTM and GRU cells and their backward ops).
 
 The entries call the dispatcher's ops (``ember._ops._nn`` / ``_conv``) with their aten-style
 arguments (``reduction`` as 0 none / 1 mean / 2 sum, explicit stride / padding / dilation). Every
@@ -533,6 +533,136 @@ def _conv_errors(op, device):
                      NotImplementedError, r"\"slow_conv_dilated<>\" not implemented for 'Int'")
 
 
+# ---------------------------------------------------------------- _thnn_fused_lstm_cell (+ backward)
+def _sig(a):
+    return 1 / (1 + np.exp(-a))
+
+
+def _lstm_cell_ref(ig, hg, cx, bi=None, bh=None):
+    g = _f64(ig) + _f64(hg)
+    for b in (bi, bh):
+        if b is not None:
+            g = g + _f64(b)
+    H = g.shape[1] // 4
+    i, f, c, o = _sig(g[:, :H]), _sig(g[:, H:2 * H]), np.tanh(g[:, 2 * H:3 * H]), _sig(g[:, 3 * H:])
+    cy = f * _f64(cx) + i * c
+    hy = o * np.tanh(cy)
+    dt = ig.dtype
+    return hy.astype(dt), cy.astype(dt), np.concatenate([i, f, c, o], 1).astype(dt)
+
+
+def _hy_cy(result):
+    """(hy, cy): the workspace is not differentiable (as ATen's), so gradcheck leaves it out."""
+    return tuple(result[:2])
+
+
+def _lstm_cell_samples(op, device, dtype, requires_grad=False):
+    m = partial(_Mk(op, device, dtype, requires_grad), low=-2, high=2)
+    # value samples compare all three outputs; gradient samples hy and cy only
+    proc = _hy_cy if requires_grad else None
+    yield SampleInput(m((3, 8)), (m((3, 8)), m((3, 2)), m((8,)), m((8,))), name="both biases", output_process=proc)
+    yield SampleInput(m((4, 12)), (m((4, 12)), m((4, 3))), name="no bias", output_process=proc)
+    yield SampleInput(m((2, 8), nc=True), (m((2, 8), t=True), m((2, 2), nc=True), m((8,)), None),
+                      name="non-contiguous, input bias only", output_process=proc)
+    yield SampleInput(m((1, 4)), (m((1, 4)), m((1, 1)), None, m((4,))), name="hidden 1, hidden bias only",
+                      output_process=proc)
+    yield SampleInput(m((0, 8)), (m((0, 8)), m((0, 2))), name="empty batch", output_process=proc)
+
+
+def _lstm_cell_errors(op, device):
+    import ember
+    mk = lambda shape, seed, **kw: make_tensor(shape, device=device, seed=seed, **kw)  # noqa: E731
+    yield ErrorInput(SampleInput(mk((3, 6), 1), (mk((3, 6), 2), mk((3, 2), 3))), RuntimeError,
+                     r"expected input_gates of shape \(N, 4 \* hidden_size\), got \[3, 6\]")
+    yield ErrorInput(SampleInput(mk((3, 8), 1), (mk((2, 8), 2), mk((3, 2), 3))), RuntimeError,
+                     r"hidden_gates of shape \[2, 8\] does not match input_gates of shape \[3, 8\]")
+    yield ErrorInput(SampleInput(mk((3, 8), 1), (mk((3, 8), 2), mk((3, 3), 3))), RuntimeError,
+                     r"expected cx of shape \[3, 2\], got \[3, 3\]")
+    yield ErrorInput(SampleInput(mk((3, 8), 1), (mk((3, 8), 2), mk((3, 2), 3), mk((4,), 4))), RuntimeError,
+                     r"expected input_bias of shape \[8\], got \[4\]")
+    yield ErrorInput(SampleInput(mk((3, 8), 1), (mk((3, 8), 2, dtype=ember.float64), mk((3, 2), 3))),
+                     RuntimeError, r"expected hidden_gates to have dtype Float, got Double")
+    yield ErrorInput(SampleInput(mk((3, 8), 1, dtype=ember.int64), (mk((3, 8), 2, dtype=ember.int64),
+                                                                   mk((3, 2), 3, dtype=ember.int64))),
+                     NotImplementedError, r"\"_thnn_fused_lstm_cell\" not implemented for 'Long'")
+
+
+def _lstm_cell_backward_ref(ghy, gcy, cx, cy, ws, has_bias):
+    w, cx64, tc = _f64(ws), _f64(cx), np.tanh(_f64(cy))
+    H = w.shape[1] // 4
+    i, f, g, o = w[:, :H], w[:, H:2 * H], w[:, 2 * H:3 * H], w[:, 3 * H:]
+    ghy = np.zeros_like(cx64) if ghy is None else _f64(ghy)
+    gc = (np.zeros_like(cx64) if gcy is None else _f64(gcy)) + ghy * o * (1 - tc ** 2)
+    gates = np.concatenate([gc * g * i * (1 - i), gc * cx64 * f * (1 - f), gc * i * (1 - g ** 2),
+                            ghy * tc * o * (1 - o)], 1)
+    gb = gates.sum(0) if has_bias else np.zeros((0,))
+    dt = ws.dtype
+    return gates.astype(dt), (gc * f).astype(dt), gb.astype(dt)
+
+
+def _lstm_cell_backward_samples(op, device, dtype, requires_grad=False):
+    import ember
+    m = partial(_Mk(op, device, dtype, requires_grad), low=-2, high=2)
+    for k, (n, h, has_bias, grads) in enumerate(((3, 2, True, "both"), (4, 3, False, "hy"), (2, 2, True, "cy"),
+                                                 (2, 1, False, "none"), (0, 2, True, "both"))):
+        cx = m((n, h))
+        _, cy, ws = ember.nn._fused_rnn.fused_lstm_cell(m((n, 4 * h)), m((n, 4 * h)), cx)
+        ghy = m((n, h)) if grads in ("both", "hy") else None
+        gcy = m((n, h)) if grads in ("both", "cy") else None
+        yield SampleInput(ghy, (gcy, cx, cy, ws, has_bias), name=f"N={n}, H={h}, bias {has_bias}, grads {grads}")
+
+
+def _gru_cell_ref(ig, hg, hx, bi=None, bh=None):
+    dt = ig.dtype
+    ig, hg, hx = _f64(ig) + (0 if bi is None else _f64(bi)), _f64(hg) + (0 if bh is None else _f64(bh)), _f64(hx)
+    H = hx.shape[1]
+    r, z = _sig(ig[:, :H] + hg[:, :H]), _sig(ig[:, H:2 * H] + hg[:, H:2 * H])
+    hn = hg[:, 2 * H:]
+    n = np.tanh(ig[:, 2 * H:] + r * hn)
+    return (n + z * (hx - n)).astype(dt), np.concatenate([r, z, n, hx, hn], 1).astype(dt)
+
+
+def _gru_cell_samples(op, device, dtype, requires_grad=False):
+    m = partial(_Mk(op, device, dtype, requires_grad), low=-2, high=2)
+    proc = (lambda r: r[0]) if requires_grad else None      # the workspace is not differentiable
+    yield SampleInput(m((3, 6)), (m((3, 6)), m((3, 2)), m((6,)), m((6,))), name="both biases", output_process=proc)
+    yield SampleInput(m((4, 9)), (m((4, 9)), m((4, 3))), name="no bias", output_process=proc)
+    yield SampleInput(m((2, 6), nc=True), (m((2, 6), t=True), m((2, 2), nc=True), None, m((6,))),
+                      name="non-contiguous, hidden bias only", output_process=proc)
+    yield SampleInput(m((0, 6)), (m((0, 6)), m((0, 2))), name="empty batch", output_process=proc)
+
+
+def _gru_cell_errors(op, device):
+    mk = lambda shape, seed: make_tensor(shape, device=device, seed=seed)  # noqa: E731
+    yield ErrorInput(SampleInput(mk((3, 8), 1), (mk((3, 8), 2), mk((3, 2), 3))), RuntimeError,
+                     r"expected input_gates of shape \(N, 3 \* hidden_size\), got \[3, 8\]")
+    yield ErrorInput(SampleInput(mk((3, 6), 1), (mk((3, 6), 2), mk((2, 2), 3))), RuntimeError,
+                     r"expected hx of shape \[3, 2\], got \[2, 2\]")
+    yield ErrorInput(SampleInput(mk((3, 6), 1), (mk((3, 6), 2), mk((3, 2), 3), None, mk((3,), 4))), RuntimeError,
+                     r"expected hidden_bias of shape \[6\], got \[3\]")
+
+
+def _gru_cell_backward_ref(ghy, ws, has_bias):
+    w, g = _f64(ws), _f64(ghy)
+    H = g.shape[1]
+    r, z, n, hx, hn = (w[:, k * H:(k + 1) * H] for k in range(5))
+    gn = g * (1 - z) * (1 - n ** 2)
+    gz = g * (hx - n) * z * (1 - z)
+    gr = gn * hn * r * (1 - r)
+    gi, gh = np.concatenate([gr, gz, gn], 1), np.concatenate([gr, gz, gn * r], 1)
+    bi, bh = (gi.sum(0), gh.sum(0)) if has_bias else (np.zeros((0,)), np.zeros((0,)))
+    dt = ws.dtype
+    return tuple(a.astype(dt) for a in (gi, gh, g * z, bi, bh))
+
+
+def _gru_cell_backward_samples(op, device, dtype, requires_grad=False):
+    import ember
+    m = partial(_Mk(op, device, dtype, requires_grad), low=-2, high=2)
+    for n, h, has_bias in ((3, 2, True), (4, 3, False), (0, 2, True)):
+        _, ws = ember.nn._fused_rnn.fused_gru_cell(m((n, 3 * h)), m((n, 3 * h)), m((n, h)))
+        yield SampleInput(m((n, h)), (ws, has_bias), name=f"N={n}, H={h}, bias {has_bias}")
+
+
 def _build():
     import ember
     from ember._ops import _nn as N, _conv as CV
@@ -567,6 +697,19 @@ def _build():
     add(OpInfo("embedding", op=N.embedding, ref=lambda w, i, *a, **k: w[i], dtypes=ALL_DTYPES,
                sample_inputs=_embedding_samples, error_inputs=_embedding_errors, supports_autograd=True,
                supports_out=True, exact=True))
+    rtol = {"float16": (2e-3, 5e-3), "bfloat16": (1.6e-2, 5e-2), "float32": (1e-5, 1e-5)}
+    add(OpInfo("_thnn_fused_lstm_cell", op=ember.nn._fused_rnn.fused_lstm_cell, ref=upcast(_lstm_cell_ref),
+               dtypes=FLOATING, sample_inputs=_lstm_cell_samples, error_inputs=_lstm_cell_errors,
+               supports_autograd=True, supports_out=True, tolerances=rtol))
+    add(OpInfo("_thnn_fused_lstm_cell_backward_impl", op=ember.nn._fused_rnn.fused_lstm_cell_backward,
+               ref=upcast(_lstm_cell_backward_ref), dtypes=FLOATING, sample_inputs=_lstm_cell_backward_samples,
+               supports_out=True, tolerances=rtol))
+    add(OpInfo("_thnn_fused_gru_cell", op=ember.nn._fused_rnn.fused_gru_cell, ref=upcast(_gru_cell_ref),
+               dtypes=FLOATING, sample_inputs=_gru_cell_samples, error_inputs=_gru_cell_errors,
+               supports_autograd=True, supports_out=True, tolerances=rtol))
+    add(OpInfo("_thnn_fused_gru_cell_backward", op=ember.nn._fused_rnn.fused_gru_cell_backward,
+               ref=upcast(_gru_cell_backward_ref), dtypes=FLOATING, sample_inputs=_gru_cell_backward_samples,
+               supports_out=True, tolerances=rtol))
     ctol = {"float16": (3e-3, 1e-2), "bfloat16": (2e-2, 1e-1), "float32": (1e-5, 1e-5)}
     # every dtype but bool, as PyTorch's cpu kernel; int64 stands for the integers (int8 wraps around, as in C)
     add(OpInfo("conv2d", op=CV.conv2d, ref=upcast(_conv_ref), dtypes=FLOATING + ("int64",), sample_inputs=_conv_samples,
