@@ -391,3 +391,8 @@ class NLLLoss2d(NLLLoss):
                       "see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.", FutureWarning,
                       stacklevel=2)
         super().__init__(weight, size_average, ignore_index, reduce, reduction)
+
+
+# torch.nn.modules.loss also holds LinearCrossEntropyLoss (defined beside Linear; imported last: it subclasses
+# _WeightedLoss above)
+from .linear_cross_entropy import LinearCrossEntropyLoss  # noqa: E402,F401
