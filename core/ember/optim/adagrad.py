@@ -85,7 +85,7 @@ class Adagrad(Optimizer):
                 if _compiling():     # ember.compile: -clr computed on the host by a recorded call a replay repeats
                     neg_clr = _compile_scalars(self, p, lambda step_t=step_t, group=group: (
                         -(_value(group["lr"]) / (1 + (step_t.item() - 1) * lr_decay)),))[0]
-                    p.add_(g * neg_clr / std)        # addcdiv_'s (value * t1) / t2, op for op
+                    p.addcdiv_(g * neg_clr, std)     # eager's addcdiv_ with the 0-dim step folded into t1 (see Adam)
                     continue
                 step = step_t.item()
                 clr = lr / (1 + (step - 1) * lr_decay)

@@ -143,7 +143,10 @@ class Adam(Optimizer):
                     v = exp_avg_sq
                 denom = v.sqrt().div_(bias_correction2_sqrt).add_(eps)
                 if compiling:
-                    p.add_(exp_avg * neg_step_size / denom)       # addcdiv_'s (value * t1) / t2, op for op
+                    # addcdiv_ with the (0-dim tensor) step size folded into t1: (1 * (t1 * s)) / t2 is eager's
+                    # (s * t1) / t2 bit for bit, and p is written by the same in-place op as eagerly (one version
+                    # bump, or as many as a device's composite addcdiv_ makes)
+                    p.addcdiv_(exp_avg * neg_step_size, denom)
                 else:
                     p.addcdiv_(exp_avg, denom, value=neg_step_size)
         return loss
