@@ -73,20 +73,25 @@ def _cell_meta_for(op, gates, ws_gates):
 _lstm_cell_meta = _cell_meta_for(_OP, 4, 4)
 
 
-def _lstm_cell_composite(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None, *, out):
-    hy, cy, workspace = out
+def _lstm_step(input_gates, hidden_gates, cx, input_bias, hidden_bias):
+    """(cy, workspace) of one LSTM step with ember ops: the composite, and the backward that is to be
+    differentiated (create_graph=True)."""
     gates = input_gates + hidden_gates
-    if input_bias is not None:
-        gates = gates + input_bias
-    if hidden_bias is not None:
-        gates = gates + hidden_bias
+    for b in (input_bias, hidden_bias):
+        if b is not None:
+            gates = gates + b
     i, f, g, o = gates.chunk(4, 1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
-    c = f * cx + i * g
-    cy.copy_(c)
-    hy.copy_(o * c.tanh())
     from .. import cat
-    workspace.copy_(cat([i, f, g, o], 1))
+    return f * cx + i * g, cat([i, f, g, o], 1)
+
+
+def _lstm_cell_composite(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=None, *, out):
+    hy, cy, workspace = out
+    c, ws = _lstm_step(input_gates, hidden_gates, cx, input_bias, hidden_bias)
+    cy.copy_(c)
+    hy.copy_(ws.chunk(4, 1)[3] * c.tanh())
+    workspace.copy_(ws)
 
 
 fused_lstm_cell = declare(
@@ -161,8 +166,9 @@ _GOP = "_thnn_fused_gru_cell"
 _GBOP = "_thnn_fused_gru_cell_backward"
 
 
-def _gru_cell_composite(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None, *, out):
-    hy, workspace = out
+def _gru_workspace(input_gates, hidden_gates, hx, input_bias, hidden_bias):
+    """The workspace (r, z, n, hx, h_n) of one GRU step with ember ops: the composite, and the backward that is
+    to be differentiated (create_graph=True)."""
     if input_bias is not None:
         input_gates = input_gates + input_bias
     if hidden_bias is not None:
@@ -170,10 +176,16 @@ def _gru_cell_composite(input_gates, hidden_gates, hx, input_bias=None, hidden_b
     xr, xz, xn = input_gates.chunk(3, 1)
     hr, hz, hn = hidden_gates.chunk(3, 1)
     r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
-    n = (xn + r * hn).tanh()
-    hy.copy_(n + z * (hx - n))
     from .. import cat
-    workspace.copy_(cat([r, z, n, hx, hn], 1))
+    return cat([r, z, (xn + r * hn).tanh(), hx, hn], 1)
+
+
+def _gru_cell_composite(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=None, *, out):
+    hy, workspace = out
+    ws = _gru_workspace(input_gates, hidden_gates, hx, input_bias, hidden_bias)
+    _, z, n, _, _ = ws.chunk(5, 1)
+    hy.copy_(n + z * (hx - n))
+    workspace.copy_(ws)
 
 
 fused_gru_cell = declare(
@@ -234,31 +246,6 @@ fused_gru_cell_backward = declare(
 
 
 # ---------------------------------------------------------------- derivative
-def _recompute_lstm(input_gates, hidden_gates, cx, input_bias, hidden_bias):
-    """(cy, workspace) again with ember ops, for a backward that is to be differentiated (create_graph=True)."""
-    gates = input_gates + hidden_gates
-    for b in (input_bias, hidden_bias):
-        if b is not None:
-            gates = gates + b
-    i, f, g, o = gates.chunk(4, 1)
-    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
-    from .. import cat
-    return f * cx + i * g, cat([i, f, g, o], 1)
-
-
-def _recompute_gru(input_gates, hidden_gates, hx, input_bias, hidden_bias):
-    """The GRU workspace again with ember ops (create_graph=True)."""
-    if input_bias is not None:
-        input_gates = input_gates + input_bias
-    if hidden_bias is not None:
-        hidden_gates = hidden_gates + hidden_bias
-    xr, xz, xn = input_gates.chunk(3, 1)
-    hr, hz, hn = hidden_gates.chunk(3, 1)
-    r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
-    from .. import cat
-    return cat([r, z, (xn + r * hn).tanh(), hx, hn], 1)
-
-
 def _setup_context(ctx, inputs, output):
     _, _, cx, input_bias, hidden_bias = inputs
     _, cy, workspace = output
@@ -275,7 +262,7 @@ def _backward(ctx, grad_hy, grad_cy, grad_workspace):
     *inputs, cy, workspace = ctx.saved_tensors
     bi, bh = ctx.biases
     if is_grad_enabled():       # create_graph=True: the gradient written with ember ops, so it has a graph
-        cy, workspace = _recompute_lstm(*inputs)
+        cy, workspace = _lstm_step(*inputs)
         grad_gates, grad_cx = _lstm_grads(grad_hy, grad_cy, inputs[2], cy, workspace)
         grad_bias = grad_gates.sum(0) if ctx.has_bias else None
     else:
@@ -299,7 +286,7 @@ def _gru_backward(ctx, grad_hy, grad_workspace):
     *inputs, workspace = ctx.saved_tensors
     bi, bh = ctx.biases
     if is_grad_enabled():       # create_graph=True, as for the LSTM
-        gi, gh, ghx = _gru_grads(grad_hy, _recompute_gru(*inputs))
+        gi, gh, ghx = _gru_grads(grad_hy, _gru_workspace(*inputs))
         gbi, gbh = gi.sum(0), gh.sum(0)
     else:
         gi, gh, ghx, gbi, gbh = fused_gru_cell_backward(grad_hy, workspace, ctx.has_bias)
