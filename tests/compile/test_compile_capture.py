@@ -7,35 +7,7 @@ import threading
 import ember
 import ember.nn as nn
 import pytest
-
-
-def _mlp_step(seed=0, opt="SGD", dtype=ember.float64, dropout=0.0, **opt_kw):
-    ember.manual_seed(seed)
-    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(dropout), nn.Linear(16, 3)).to(dtype)
-    optim = getattr(ember.optim, opt)(model.parameters(), lr=0.05, **opt_kw)
-
-    def step(x, y):
-        optim.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        optim.step()
-        return loss
-    return model, optim, step
-
-
-def _same_state(m1, m2):
-    for p, q in zip(m1.parameters(), m2.parameters()):
-        assert ember.equal(p, q)
-        assert (p.grad is None) == (q.grad is None)
-        if p.grad is not None:
-            assert ember.equal(p.grad, q.grad)
-        assert p._version == q._version
-
-
-def _data(n=5, dtype=ember.float64, seed=1):
-    g = ember.Generator().manual_seed(seed)
-    return [(ember.randn(12, 8, generator=g, dtype=dtype), ember.randint(0, 3, (12,), generator=g))
-            for _ in range(n)]
+from _compile_steps import assert_same_state, batches, mlp_step
 
 
 @pytest.mark.parametrize("opt,kw", [("SGD", {}), ("SGD", {"momentum": 0.9, "nesterov": True}),
@@ -43,30 +15,30 @@ def _data(n=5, dtype=ember.float64, seed=1):
                                     ("Adam", {"amsgrad": True}), ("Adagrad", {"lr_decay": 0.01}),
                                     ("Adadelta", {}), ("Rprop", {})])
 def test_training_step_replays_bit_identical_to_eager(opt, kw):
-    m1, _, eager = _mlp_step(opt=opt, **kw)
-    m2, _, step = _mlp_step(opt=opt, **kw)
+    m1, _, eager = mlp_step(opt=opt, **kw)
+    m2, _, step = mlp_step(opt=opt, **kw)
     compiled = ember.compile(step)
-    for x, y in _data(8):
+    for x, y in batches(8):
         l1, l2 = eager(x, y), compiled(x, y)
         assert ember.equal(l1, l2) and l2.dtype == l1.dtype and l2.shape == l1.shape
-        _same_state(m1, m2)
+        assert_same_state(m1, m2)
     info = compiled._compiled.info()
     assert sum(r["replays"] for r in info) >= 5, info         # warm-up, capture, then replays
     assert all(r["eager_reason"] is None for r in info), info
 
 
 def test_dropout_advances_the_generator_as_eager_does():
-    m1, _, eager = _mlp_step(dropout=0.5)
-    m2, _, step = _mlp_step(dropout=0.5)
+    m1, _, eager = mlp_step(dropout=0.5)
+    m2, _, step = mlp_step(dropout=0.5)
     compiled = ember.compile(step)
-    data = _data(6)
+    data = batches(6)
     ember.manual_seed(123)
     eager_losses = [eager(x, y) for x, y in data]
     ember.manual_seed(123)
     compiled_losses = [compiled(x, y) for x, y in data]
     for a, b in zip(eager_losses, compiled_losses):
         assert ember.equal(a, b)
-    _same_state(m1, m2)
+    assert_same_state(m1, m2)
     assert len(set(float(v) for v in compiled_losses[2:])) > 1     # fresh masks on each replay
 
 
@@ -108,19 +80,19 @@ def test_new_shapes_and_modes_recapture():
 
 
 def test_hyperparameter_change_is_a_guard():
-    m1, o1, eager = _mlp_step()
-    m2, o2, step = _mlp_step()
+    m1, o1, eager = mlp_step()
+    m2, o2, step = mlp_step()
     compiled = ember.compile(step)
-    for i, (x, y) in enumerate(_data(8)):
+    for i, (x, y) in enumerate(batches(8)):
         if i == 4:
             o1.param_groups[0]["lr"] = o2.param_groups[0]["lr"] = 0.001
         assert ember.equal(eager(x, y), compiled(x, y))
-        _same_state(m1, m2)
+        assert_same_state(m1, m2)
 
 
 def test_graph_break_runs_eagerly_and_fullgraph_names_the_line():
-    m1, _, eager = _mlp_step()
-    m2, o2, step = _mlp_step()
+    m1, _, eager = mlp_step()
+    m2, o2, step = mlp_step()
 
     def with_item(x, y):
         return step(x, y).item()
@@ -128,13 +100,13 @@ def test_graph_break_runs_eagerly_and_fullgraph_names_the_line():
     def eager_item(x, y):
         return eager(x, y).item()
     compiled = ember.compile(with_item)
-    for x, y in _data(5):
+    for x, y in batches(5):
         assert eager_item(x, y) == compiled(x, y)
-    _same_state(m1, m2)
+    assert_same_state(m1, m2)
     reasons = [r["eager_reason"] for r in compiled._compiled.info() if r["eager_reason"]]
     assert reasons and "item()" in reasons[0] and "test_compile_capture.py" in reasons[0]
     strict = ember.compile(with_item, fullgraph=True)
-    x, y = _data(1)[0]
+    x, y = batches(1)[0]
     strict(x, y)                                                    # the warm-up runs eagerly
     with pytest.raises(ember.compiler.GraphBreakError, match=r"test_compile_capture.py:\d+: Tensor.item\(\)"):
         strict(x, y)
@@ -217,12 +189,12 @@ def test_another_thread_is_not_captured():
     t = threading.Thread(target=worker)
     t.start()
     try:
-        m1, _, eager = _mlp_step()
-        m2, _, step = _mlp_step()
+        m1, _, eager = mlp_step()
+        m2, _, step = mlp_step()
         compiled = ember.compile(step)
-        for x, y in _data(6):
+        for x, y in batches(6):
             assert ember.equal(eager(x, y), compiled(x, y))
-        _same_state(m1, m2)
+        assert_same_state(m1, m2)
     finally:
         stop.set()
         t.join()
@@ -235,12 +207,12 @@ def test_adam_bias_correction_advances_across_replays():
     """Adam's step size depends on the step count. Under ember.compile it is computed by a recorded host call
     that each replay repeats; if a replay baked in the capture's value, the parameters would drift from
     eager's at the first replay. 20 steps, float64, bit for bit; the step counts advance as eagerly."""
-    m1, o1, eager = _mlp_step(opt="Adam")
-    m2, o2, step = _mlp_step(opt="Adam")
+    m1, o1, eager = mlp_step(opt="Adam")
+    m2, o2, step = mlp_step(opt="Adam")
     compiled = ember.compile(step)
-    for i, (x, y) in enumerate(_data(20)):
+    for i, (x, y) in enumerate(batches(20)):
         assert ember.equal(eager(x, y), compiled(x, y)), i
-        _same_state(m1, m2)
+        assert_same_state(m1, m2)
     for p, q in zip(m1.parameters(), m2.parameters()):
         assert o1.state[p]["step"].item() == o2.state[q]["step"].item() == 20.0
         assert ember.equal(o1.state[p]["exp_avg_sq"], o2.state[q]["exp_avg_sq"])
@@ -253,10 +225,10 @@ def test_adam_bias_correction_advances_across_replays():
 def test_optimizers_on_their_capturable_formulas_stay_close(opt):
     """These take PyTorch's capturable formulas under compile (step counts as float32 tensors, as
     torch.compile does): not bit-identical to eager; each step's update agrees closely."""
-    m1, _, eager = _mlp_step(opt=opt)
-    m2, _, step = _mlp_step(opt=opt)
+    m1, _, eager = mlp_step(opt=opt)
+    m2, _, step = mlp_step(opt=opt)
     compiled = ember.compile(step)
-    for x, y in _data(6):
+    for x, y in batches(6):
         eager(x, y), compiled(x, y)
     for p, q in zip(m1.parameters(), m2.parameters()):
         assert float((p - q).abs().max()) < 1e-5
@@ -267,15 +239,15 @@ def test_optimizers_on_their_capturable_formulas_stay_close(opt):
 def test_an_lr_scheduler_does_not_recapture_adam(opt):
     """Adam, AdamW and Adagrad read the learning rate live on each replay (their host-scalar call), so a
     scheduler's change is followed without a new capture - and bit for bit as eagerly."""
-    m1, o1, eager = _mlp_step(opt=opt)
-    m2, o2, step = _mlp_step(opt=opt)
+    m1, o1, eager = mlp_step(opt=opt)
+    m2, o2, step = mlp_step(opt=opt)
     s1 = ember.optim.lr_scheduler.CosineAnnealingLR(o1, T_max=5)
     s2 = ember.optim.lr_scheduler.CosineAnnealingLR(o2, T_max=5)
     compiled = ember.compile(step)
     for epoch in range(5):
-        for x, y in _data(3, seed=epoch):
+        for x, y in batches(3, seed=epoch):
             assert ember.equal(eager(x, y), compiled(x, y))
         s1.step(), s2.step()
-        _same_state(m1, m2)
+        assert_same_state(m1, m2)
     info = compiled._compiled.info()
     assert len(info) == 2 and sum(r["replays"] for r in info) == 12, info    # calls 1-2 warm up, 3 captures

@@ -6,33 +6,7 @@ from __future__ import annotations
 import ember
 import ember.nn as nn
 import pytest
-
-
-
-def _mlp_step(opt="SGD", dtype=ember.float64):
-    ember.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)).to(dtype)
-    optim = getattr(ember.optim, opt)(model.parameters(), lr=0.05)
-
-    def step(x, y):
-        optim.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        optim.step()
-        return loss
-    return model, optim, step
-
-
-def _same_state(m1, m2):
-    for p, q in zip(m1.parameters(), m2.parameters()):
-        assert ember.equal(p.cpu(), q.cpu()) and ember.equal(p.grad.cpu(), q.grad.cpu())
-        assert p._version == q._version
-
-
-def _data(n, dtype=ember.float64):
-    g = ember.Generator().manual_seed(1)
-    return [(ember.randn(12, 8, generator=g, dtype=dtype), ember.randint(0, 3, (12,), generator=g))
-            for _ in range(n)]
+from _compile_steps import assert_same_state, batches, mlp_step
 
 
 @pytest.fixture
@@ -62,15 +36,16 @@ def _devices():
 def test_intermediates_share_buffers_and_replays_stay_bit_identical(opt, device, planning):
     ember.compiler.config.memory_planning = True
     dtype = ember.float32 if device.startswith("opencl") else ember.float64
-    m1, _, eager = _mlp_step(opt=opt, dtype=dtype)
-    m2, _, step = _mlp_step(opt=opt, dtype=dtype)
+    m1, _, eager = mlp_step(opt=opt, dtype=dtype)
+    m2, _, step = mlp_step(opt=opt, dtype=dtype)
     m1.to(device)
     m2.to(device)
     compiled = ember.compile(step)
-    for x, y in _data(6, dtype=dtype):
+    for x, y in batches(6, dtype=dtype):
         x, y = x.to(device), y.to(device)
         assert ember.equal(eager(x, y).cpu(), compiled(x, y).cpu())
-        _same_state(m1, m2)
+        assert_same_state(m1, m2)
+    assert all(p.grad is not None for p in m2.parameters())
     plan = _plan(compiled)
     assert plan["planned"] > plan["buffers"] > 0, plan
     assert plan["bytes_after"] < plan["bytes_before"], plan
@@ -128,8 +103,8 @@ def test_an_intermediate_held_by_python_or_through_a_view_keeps_its_memory(plann
 
 def test_switched_off_by_config(planning):
     ember.compiler.config.memory_planning = False
-    m, _, step = _mlp_step()
+    m, _, step = mlp_step()
     compiled = ember.compile(step)
-    for x, y in _data(4):
+    for x, y in batches(4):
         compiled(x, y)
     assert _plan(compiled) is None
