@@ -150,6 +150,10 @@ def _qr_grad_tall(Q, R, gQ, gR):
 
 
 def qr_grad(grads, A, Q, R, mode):
+    """gA of A = Q R (*, m, n), from grads = (gQ, gR) (PyTorch's linalg_qr_backward), real or complex: tall or
+    square A through ``_qr_grad_tall``; wide A as [X | Y] with X = Q R[:, :m], whose gradient takes Y's
+    dependence on Q (Y gV^H) into gQ. RuntimeError (PyTorch's messages) for mode='r' (Q not computed) and for
+    mode='complete' with m > n (not differentiable)."""
     gQ, gR = grads
     m, n = A._shape[-2:]
     if mode == "r":
@@ -214,6 +218,8 @@ def eig_grad(grads, grads_defined, L, V):
 
 
 def eig_real_grad(grads, grads_defined, A, L, V):
+    """gA of linalg.eig for A of any dtype: ``eig_grad`` (complex, as the eigenpairs are), cast back to A's real
+    dtype for a real A (PyTorch's handle_r_to_c)."""
     g = eig_grad(grads, grads_defined, L, V)
     return g if A._dtype.is_complex else g.to(A._dtype)
 

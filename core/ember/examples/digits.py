@@ -230,12 +230,12 @@ def _export_onnx(path, model, x_te):
         want = cpu_model(x).numpy()
     out["agree"] = int((got.argmax(1) == want.argmax(1)).sum())
     out["max_abs_diff"] = float(abs(got - want).max())
-    steps = ""
-    if _is_quantized(cpu_model):          # the int8 logits: count the difference in steps of the output's scale
+    steps, quantized = "", _is_quantized(cpu_model)
+    if quantized:                         # the int8 logits: count the difference in steps of the output's scale
         scale = [m.scale for m in cpu_model.modules() if isinstance(getattr(m, "scale", None), float)][-1]
         out["max_diff_steps"] = out["max_abs_diff"] / scale
         steps = f" = {out['max_diff_steps']:.2f} quantization steps"
-    print(f"onnx: exported {'the int8 model ' if _is_quantized(cpu_model) else ''}to {path}; onnxruntime agrees on "
+    print(f"onnx: exported {'the int8 model ' if quantized else ''}to {path}; onnxruntime agrees on "
           f"{out['agree']}/{len(x)} held-out predictions (max |logit difference| {out['max_abs_diff']:.2e}{steps})")
     return out
 
