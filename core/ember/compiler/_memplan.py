@@ -51,9 +51,11 @@ _SBASE = _storage_base()
 
 def _walk(graph, program, deltas, fused_ranges):
     """Per storage: first / last use (node indices), whether its first use only writes it, whether it must not
-    move, its tensors; per tensor: the references the graph's own structures hold. (A function of its own, so
-    that no local variable of the caller holds a tensor while reference counts are read.)"""
+    move, its tensors; per tensor: the references the graph's own structures hold (the fusion pass's count, plus
+    the fused runs' own tuples of slot tensors). (A function of its own, so that no local variable of the caller
+    holds a tensor while reference counts are read.)"""
     from . import _capture
+    from ._fusion import _graph_refs
     nodes = graph.nodes
     span = {}                   # node index -> (lo, hi) of the fused run it is in
     for lo, hi in fused_ranges:
@@ -61,7 +63,6 @@ def _walk(graph, program, deltas, fused_ranges):
             span[i] = (lo, hi)
     first, last, fresh, blocked = {}, {}, {}, set()
     tensors = {}                # id(storage) -> {id(tensor): tensor}
-    refs = {}                   # id(tensor) -> references the graph's own structures hold
 
     def use(t, i, write_only):
         sid = id(t._storage)
@@ -72,10 +73,6 @@ def _walk(graph, program, deltas, fused_ranges):
         last[sid] = max(last.get(sid, hi), hi)
         tensors.setdefault(sid, {})[id(t)] = t
 
-    def held(ts):
-        for t in ts:
-            refs[id(t)] = refs.get(id(t), 0) + 1
-
     for i, n in enumerate(nodes):
         if isinstance(n, _capture.Node):
             ins, outs = [], []
@@ -83,8 +80,6 @@ def _walk(graph, program, deltas, fused_ranges):
                 _tensors_in(a, ins)
             for k, v in n.kwargs.items():
                 _tensors_in(v, outs if k == "out" else ins)
-            held(ins)
-            held(outs)
             read = {id(t._storage) for t in ins}
             for t in ins:
                 use(t, i, False)
@@ -94,14 +89,14 @@ def _walk(graph, program, deltas, fused_ranges):
                 blocked.update(id(r[1]._storage) for r in getattr(n, "results", ()))
         elif getattr(n, "tensor", None) is not None:  # a ValueGuard reads its tensor on the host
             blocked.add(id(n.tensor._storage))
-    held([v[0] for v in graph.versions.values()])
-    held([d[0] for d in deltas])
+    refs, _ = _graph_refs(nodes, graph.versions, deltas)
     node_args = {id(n.args) for n in nodes if isinstance(n, _capture.Node)}
     for entry in program:                             # a fused run's own tuple of slot tensors
         if id(entry[1]) not in node_args:
             ts = []
             _tensors_in(entry[1], ts)
-            held(ts)
+            for t in ts:
+                refs[id(t)] = refs.get(id(t), 0) + 1
     return first, last, fresh, blocked, tensors, refs
 
 
