@@ -21,7 +21,9 @@ needs a C++ compiler); where it fails its column reads n/a with the reason.
 ember compiled without fusion (``ember.compiler.config.fusion = False``) and compiled with the device's
 fuser, with the kernel launches per step of each compiled graph (``ember.profiler.compiled_graphs()``);
 every round ends with the device synchronized. ``--optim sgd|adam`` replaces the mlp's optimizer
-(SGD: momentum 0.9).
+(SGD: momentum 0.9). ``--memory-plan`` prints, per model, what memory planning packed (the intermediates'
+storages and bytes, the buffers they share) and the compiled step with planning off and on, timed in
+alternating rounds.
 """
 from __future__ import annotations
 
@@ -158,6 +160,41 @@ def first_calls(fn, x, y, n=3):
     return time.perf_counter() - t0
 
 
+def memory_plan_table(args) -> int:
+    """Per model: what memory planning packed (ember.profiler.compiled_graphs()'s ``memory_plan``) and the compiled
+    step with planning off and on, timed in alternating rounds (median ms)."""
+    import ember
+    config = ember.compiler.config
+    print(f"ember {ember.__version__}, threads {args.threads or 'default'}; ms per compiled step, planning off / on "
+          f"in alternating rounds, median of {args.repeat} x {args.steps} steps")
+    head = ("model", "storages planned", "bytes before", "buffers", "bytes after", "plan off ms", "plan on ms")
+    rows = []
+    was = config.memory_planning
+    try:
+        for kind in args.only.split(","):
+            runs = {}
+            for on in (False, True):
+                config.memory_planning = on
+                step, x, y = build(ember, kind)
+                cstep = ember.compile(step)
+                first_calls(cstep, x, y, n=4)
+                runs[on] = (cstep, x, y)
+            times = {False: [], True: []}
+            for _ in range(args.repeat):
+                for on in (False, True):
+                    times[on].append(per_step(*runs[on], args.steps, 1))
+            plan = max(runs[True][0]._compiled.info(), key=lambda r: (r["replays"], r["calls"]))["memory_plan"]
+            rows.append((kind, str(plan["planned"]), str(plan["bytes_before"]), str(plan["buffers"]),
+                         str(plan["bytes_after"]), f"{statistics.median(times[False]) * 1e3:.3f}",
+                         f"{statistics.median(times[True]) * 1e3:.3f}"))
+    finally:
+        config.memory_planning = was
+    widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    for r in [head] + rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, default=None, help="numpy / torch threads (default: the libraries')")
@@ -167,12 +204,16 @@ def main(argv=None) -> int:
     p.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile (it takes seconds per model)")
     p.add_argument("--device", default=None, help="an ember device (e.g. opencl): eager / compiled / fused there")
     p.add_argument("--optim", choices=("adam", "sgd"), default=None, help="the mlp's optimizer (default adam)")
+    p.add_argument("--memory-plan", action="store_true", help="instead: per model, the memory plan (intermediates "
+                   "before -> after) and compiled steps with planning off / on, timed in alternating rounds")
     args = p.parse_args(argv)
     if args.threads:
         from threadpoolctl import threadpool_limits
         threadpool_limits(args.threads)
     if args.device:
         return device_table(args)
+    if args.memory_plan:
+        return memory_plan_table(args)
     import ember
     try:
         import torch
