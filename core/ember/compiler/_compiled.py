@@ -21,6 +21,7 @@ eagerly from then on; ``ember.profiler.compiled_graphs()`` says why.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import threading
 import warnings
@@ -30,8 +31,12 @@ from . import _capture, _fusion, _memplan
 from ._capture import GraphMismatch
 from .. import _dtype as _D
 from .._grad_state import STATE as _GS
+from .._factory import empty_on
+from .._ops._copy import _copy_impl
+from .._tensor import Tensor
 
 _HYPER = (int, float, bool, tuple, str)
+_training = operator.attrgetter("training")
 
 #: per-thread: inside a warm-up or capture run of a compiled function
 _COMPILING = threading.local()
@@ -61,12 +66,13 @@ def _globally_disabled() -> bool:
 class _Entry:
     __slots__ = ("calls", "graph", "program", "static", "eager_reason", "end_grads", "read_grads", "deltas",
                  "outputs", "replays", "mismatches", "writeback", "fused_kernels", "fused_nodes", "memory",
-                 "bound")
+                 "bound", "static_copies")
 
     def __init__(self):
         self.calls = 0
         self.memory = None         # what memory planning did (``_memplan.plan``), or None
         self.bound = ()            # ``program`` as bound callables, what the replay runs
+        self.static_copies = ()    # [(index in the flattened arguments, static tensor, copy function)]
         self.graph = None
         self.program = None        # [(fn, args, kwargs)] the replay runs
         self.static = None         # [(index in the flattened arguments, static tensor)]
@@ -84,6 +90,52 @@ class _Entry:
 
 class _Uncacheable(Exception):
     pass
+
+
+def _copy_kernel(t):
+    """The device's own ``copy_`` kernel for tensors like ``t`` (same device, dtype, strided layout): what a replay
+    calls to stage an argument or copy a result, without the dispatcher's checks (a graph's signature fixed them);
+    None when the key does not resolve to a native kernel (the replay then copies through ``copy_``)."""
+    from .. import _dispatch
+    op = _dispatch.lookup("copy_")
+    key = (t._device.type, t._layout.name, t._dtype)
+    try:
+        fn = op._resolve(key)
+    except (NotImplementedError, RuntimeError):
+        return None
+    return fn if op.sources.get(key) == "native" and t._layout.name == "strided" and t._quantizer is None else None
+
+
+def _output_entry(t):
+    """How a replay returns the graph's tensor ``t``: copied into a new contiguous tensor by the device's kernel,
+    or (another layout, a view with gaps, no native kernel) through ``detach().clone()``."""
+    from .._factory import contiguous_strides
+    copy = _copy_kernel(t) if t._offset == 0 and t._stride == contiguous_strides(t._shape)[1] else None
+    return ("copy", (t, copy)) if copy is not None else ("tensor", t)
+
+
+@functools.lru_cache(maxsize=None)
+def _reachable_types():
+    """(nn.Module, optim.Optimizer): what a compiled function's guards look for in its closure and globals
+    (imported once: the compiler loads before them)."""
+    from ..nn import Module
+    from ..optim import Optimizer
+    return Module, Optimizer
+
+
+def _global_names(fn):
+    """The names ``fn``'s code loads as globals (LOAD_GLOBAL / LOAD_NAME), in order, without repeats; every name of
+    ``co_names`` where the bytecode cannot be read. (``co_names`` also holds attribute names: scanning only the
+    loaded globals keeps a call's guard work to what the function can reach.)"""
+    import dis
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ()
+    try:
+        names = [i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")]
+    except Exception:  # noqa: BLE001 - unreadable bytecode: fall back to every name
+        names = list(code.co_names)
+    return tuple(dict.fromkeys(n for n in names if isinstance(n, str)))
 
 
 def _flatten(obj, out):
@@ -121,13 +173,13 @@ class CompiledFunction:
         self.uncached = None        # why the last call that could not be looked up ran eagerly
         self._warned_limit = False
         self.name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        self._global_names = None   # the global names the function's code loads (``_global_names``)
         _REGISTRY.add(self)
 
     # ------------------------------------------------------------ what the function reaches
     def _reached(self):
         """The modules and optimizers the function reaches: its module, closure cells, globals it names."""
-        from ..nn import Module
-        from ..optim import Optimizer
+        Module, Optimizer = _reachable_types()
         found = []
         if self.module is not None:
             found.append(self.module)
@@ -143,9 +195,12 @@ class CompiledFunction:
                 continue
             if isinstance(v, (Module, Optimizer)):
                 found.append(v)
-        code, glb = getattr(fn, "__code__", None), getattr(fn, "__globals__", None)
-        if code is not None and glb is not None:
-            for name in code.co_names:
+        glb = getattr(fn, "__globals__", None)
+        if glb is not None:
+            names = self._global_names
+            if names is None:
+                names = self._global_names = _global_names(fn)
+            for name in names:
                 v = glb.get(name)
                 if isinstance(v, (Module, Optimizer)):
                     found.append(v)
@@ -179,9 +234,8 @@ class CompiledFunction:
                         ps.append(p)
         return ps
 
-    def _key(self, leaves, mods, opts, params):
-        from .._tensor import Tensor
-        k = []
+    def _key(self, spec, leaves, mods, opts, params):
+        k = [spec]
         for a in leaves:
             if isinstance(a, Tensor):
                 if a._layout.name != "strided":
@@ -197,8 +251,8 @@ class CompiledFunction:
         k.append(_GS.enabled)
         k.append(_D.get_default_dtype())
         for m in mods:
-            k.append(tuple(sm.training for sm in self._submodules(m)))
-        k.append(tuple(id(p) for p in params))
+            k.append(tuple(map(_training, self._submodules(m))))
+        k.append(tuple(map(id, params)))
         k.append(tuple(p._grad is None for p in params))
         for o in opts:
             k.append((id(o.state), len(o.state)))
@@ -217,7 +271,7 @@ class CompiledFunction:
         mods, opts = self._reached()
         params = self._params(mods, opts)
         try:
-            key = self._key(leaves, mods, opts, params)
+            key = self._key(spec, leaves, mods, opts, params)
         except _Uncacheable as e:
             self.uncached = f"not captured: {e}"
             self._note(self.uncached)
@@ -305,7 +359,8 @@ class CompiledFunction:
         e.static = static
         staged_ids = {id(s): i for i, s in static}
         e.outputs = (out_spec, [("arg", staged_ids[id(t)]) if isinstance(t, Tensor) and id(t) in staged_ids
-                                else ("tensor", t) if isinstance(t, Tensor) else ("value", t) for t in out_leaves])
+                                else _output_entry(t) if isinstance(t, Tensor) else ("value", t) for t in out_leaves])
+        e.static_copies = [(i, s, _copy_kernel(s) or _copy_impl) for i, s in static]
         e.program = [(n.fn, n.args, n.kwargs) if type(n) is _capture.Node else (n.run, (), {}) for n in g.nodes]
         ranges = []
         if config.fusion:
@@ -332,9 +387,8 @@ class CompiledFunction:
             return result
 
     def _replay(self, e, leaves):
-        from .._ops._copy import _copy_impl
-        for i, s in e.static:
-            _copy_impl(s, leaves[i])
+        for i, s, copy in e.static_copies:
+            copy(s, leaves[i])
         for call in e.bound:
             call()
         for t, d in e.deltas:
@@ -357,6 +411,11 @@ class CompiledFunction:
         for kind, v in outs:
             if kind == "tensor":
                 vals.append(v.detach().clone())
+            elif kind == "copy":          # a contiguous result: a new tensor, filled by its device's copy kernel
+                t, copy = v
+                r = empty_on(t._shape, t._dtype, t._device)
+                copy(r, t)
+                vals.append(r)
             elif kind == "arg":
                 vals.append(leaves[v])
             else:

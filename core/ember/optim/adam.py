@@ -71,6 +71,44 @@ class Adam(Optimizer):
             group.setdefault("maximize", False)
             group.setdefault("decoupled_weight_decay", False)
 
+    def _init_state(self, p, capturable, amsgrad):
+        """``self.state[p]``, created on ``p``'s first step; RuntimeError for a sparse gradient (PyTorch's)."""
+        if p._grad._layout.name != "strided":
+            raise RuntimeError(f"{type(self).__name__} does not support sparse gradients, please consider SparseAdam "
+                               "instead")
+        st = self.state[p]
+        if not st:
+            st["step"] = _step_tensor(p.device if capturable else None)
+            st["exp_avg"] = ember.zeros_like(p)
+            st["exp_avg_sq"] = ember.zeros_like(p)
+            if amsgrad:
+                st["max_exp_avg_sq"] = ember.zeros_like(p)
+        return st
+
+    def _compile_terms(self, group, beta1, beta2, wd, amsgrad):
+        """ember.compile: count the step of every parameter of ``group`` that has a gradient, then compute their
+        (-step size, sqrt of the second bias correction, decay factor) on the host in one recorded call that
+        each replay repeats (following the step counts and the live learning rate, e.g. an lr scheduler's, bit
+        for bit as eagerly); returns {parameter: (three 0-dim float64 cpu tensors)}. One call and one fused run
+        of step increments per group instead of two calls per parameter."""
+        live = [p for p in group["params"] if p._grad is not None]
+        steps = []
+        for p in live:
+            st = self._init_state(p, False, amsgrad)
+            st["step"].add_(1)
+            steps.append(st["step"])
+
+        def terms():
+            lr = _value(group["lr"])
+            decay = 1 - lr * wd
+            out = []
+            for s in steps:
+                out.extend(_bias_terms(s.item(), lr, beta1, beta2))
+                out.append(decay)
+            return out
+        sc = _compile_scalars(self, ("adam", tuple(map(id, live))), terms, 3 * len(live))
+        return {p: (sc[3 * i], sc[3 * i + 1], sc[3 * i + 2]) for i, p in enumerate(live)}
+
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss (or None)."""
         loss = self._closure_loss(closure)
@@ -84,33 +122,22 @@ class Adam(Optimizer):
             beta1, beta2 = (_value(b) for b in group["betas"])
             wd, eps, amsgrad, maximize = group["weight_decay"], group["eps"], group["amsgrad"], group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
+            if compiling:
+                terms = self._compile_terms(group, beta1, beta2, wd, amsgrad)
             for p in group["params"]:
                 g = p._grad
                 if g is None:
                     continue
-                if g._layout.name != "strided":
-                    raise RuntimeError(f"{name} does not support sparse gradients, please consider SparseAdam "
-                                       "instead")
-                st = state[p]
-                if not st:
-                    st["step"] = _step_tensor(p.device if capturable else None)
-                    st["exp_avg"] = ember.zeros_like(p)
-                    st["exp_avg_sq"] = ember.zeros_like(p)
-                    if amsgrad:
-                        st["max_exp_avg_sq"] = ember.zeros_like(p)
+                st = self._init_state(p, capturable, amsgrad)
                 step_t, exp_avg, exp_avg_sq = st["step"], st["exp_avg"], st["exp_avg_sq"]
                 if capturable:
                     _check_capturable(p, step_t)
                 if maximize:
                     g = -g
-                step_t.add_(1)
                 if compiling:
-                    # ember.compile: the step size, bias correction and decay factor are computed on the host, from
-                    # the live learning rate, by a recorded call that each replay repeats (so they follow the step
-                    # count and an lr scheduler, bit for bit as eagerly)
-                    sc = _compile_scalars(self, p, lambda step_t=step_t, group=group: _bias_terms(
-                        step_t.item(), _value(group["lr"]), beta1, beta2) + (1 - _value(group["lr"]) * wd,))
-                    neg_step_size, bias_correction2_sqrt, decay = sc[0], sc[1], sc[2]
+                    neg_step_size, bias_correction2_sqrt, decay = terms[p]     # (the step counted already)
+                else:
+                    step_t.add_(1)
                 if wd != 0:
                     if decoupled:
                         p.mul_(decay if compiling else 1 - lr * wd)

@@ -419,18 +419,19 @@ def _compiling() -> bool:
     return getattr(_COMPILING_STATE, "on", False)
 
 
-def _compile_scalars(opt, param, fn):
-    """A float64 cpu tensor holding the numbers ``fn()`` returns for ``param``'s update, filled through
-    ``ember.compiler``'s recorded host call (a replay recomputes them). Kept on the optimizer, outside its
-    state (``state_dict`` is unchanged)."""
+def _compile_scalars(opt, key, fn, n=None):
+    """A float64 cpu tensor holding the ``n`` numbers ``fn()`` returns for the update ``key`` names (a parameter,
+    or any hashable key), filled through ``ember.compiler``'s recorded host call (a replay recomputes them). Kept
+    on the optimizer, outside its state (``state_dict`` is unchanged). ``n`` None: as many as a first call of
+    ``fn`` returns."""
     from ..compiler._capture import host_scalars
     from .._factory import empty_on
     from .. import _dtype as D
     from .._device import device as _device
     store = opt.__dict__.setdefault("_compiled_scalars", {})
-    out = store.get(param)
-    if out is None:                  # (sized by a first call of fn: how many numbers it returns)
-        out = store[param] = empty_on((len(fn()),), D.float64, _device("cpu"))
+    out = store.get(key)
+    if out is None or (n is not None and out._shape != (n,)):
+        out = store[key] = empty_on((len(fn()) if n is None else n,), D.float64, _device("cpu"))
     return host_scalars(fn, out)
 
 

@@ -38,3 +38,5 @@ def ember_register(registry):
     from .kernels import register_all
     registry.register_device_type("cpu", CPURuntime(), caching_allocator=False)
     register_all(registry.library("ember_cpu"))
+    from . import fused
+    registry.register_fuser("cpu", fused.fuse)          # ember.compile: one generated function per elementwise run

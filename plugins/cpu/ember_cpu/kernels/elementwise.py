@@ -270,9 +270,11 @@ def make_binary(f, name, with_alpha):
             o = out._native
             if o is None:
                 o = np_view(out)
-            a = self._native if (self.__class__ is _T or isinstance(self, _T)) else None
-            if a is None:
+            if self.__class__ is not _T and not isinstance(self, _T):
                 return _slow_binary(f, name, self, other, out, alpha)
+            a = self._native
+            if a is None:        # (a view not cached yet takes the same path: float64 alpha stays one fma)
+                a = np_view(self)
             if other.__class__ is _T or (other.__class__ is not float and isinstance(other, _T)):  # + nn.Parameter
                 b = other._native
                 if b is None:
@@ -453,6 +455,44 @@ def _same_dtype_views(o, *xs):
     return views
 
 
+def lerp_arrays(a, b, weight, o):
+    """``o = a + weight * (b - a)`` for numpy arrays of ``o``'s dtype (float32 / float64; ``a`` may be 0-dim) and
+    a Python float ``weight``: PyTorch's formula from the nearer end (fma(w, d, a) for |w| < 0.5, else
+    fma(w - 1, d, b)); float64 rounds once. The fast path of the ``lerp`` kernel, and what ember-cpu's fuser
+    calls (``ember_cpu.fused``)."""
+    d = np.asarray(np.subtract(b, a))   # 0-dim: a numpy scalar otherwise
+    if o.dtype == np.float64:
+        return fma64(weight, d, a, o) if abs(weight) < 0.5 else fma64(weight - 1.0, d, b, o)
+    if abs(weight) < 0.5:
+        np.multiply(d, weight, out=d)
+        np.add(a, d, out=o)
+    else:
+        np.multiply(d, weight - 1.0, out=d)
+        np.add(b, d, out=o)
+
+
+def addcmul_arrays(s, a, b, value, o):
+    """``o = s + value * a * b`` for numpy arrays of ``o``'s float dtype, ``a`` and ``b`` of ``o``'s shape (``s``
+    may broadcast), a Python number ``value``; float64 rounds once (PyTorch's fma(value * a, b, s)). The fast
+    path of the ``addcmul`` kernel, and what ember-cpu's fuser calls."""
+    x = np.asarray(np.multiply(a, value))
+    if o.dtype == np.float64:
+        fma64(x, b, s, o)
+        return
+    np.multiply(x, b, out=x)
+    np.add(s, x, out=o)
+
+
+def addcdiv_arrays(s, a, b, value, o):
+    """``o = s + (value * a) / b`` for numpy arrays of ``o``'s float dtype, ``a`` and ``b`` of ``o``'s shape (``s``
+    may broadcast), a Python number ``value``; each step rounded, as PyTorch's kernel. The fast path of the
+    ``addcdiv`` kernel, and what ember-cpu's fuser calls."""
+    x = np.asarray(np.multiply(a, value))
+    with np.errstate(all="ignore"):
+        np.true_divide(x, b, out=x)
+    np.add(s, x, out=o)
+
+
 def lerp(self, end, weight, *, out):
     """cpu kernel of ``lerp``, all dtypes: write self + weight * (end - self) into ``out``, as PyTorch's formula
     (from the nearer end: fma(w, d, self) for |w| < 0.5, else fma(w - 1, d, end)); float64 rounds once.
@@ -463,17 +503,7 @@ def lerp(self, end, weight, *, out):
     if weight.__class__ is float and o.dtype.kind == "f":
         v = _same_dtype_views(o, self, end)
         if v is not None:           # the optimizers' case: tensors of one dtype, a Python float weight
-            a, b = v
-            d = np.asarray(np.subtract(b, a))   # 0-dim: a numpy scalar otherwise
-            if o.dtype == np.float64:
-                return fma64(weight, d, a, o) if abs(weight) < 0.5 else fma64(weight - 1.0, d, b, o)
-            if abs(weight) < 0.5:
-                np.multiply(d, weight, out=d)
-                np.add(a, d, out=o)
-            else:
-                np.multiply(d, weight - 1.0, out=d)
-                np.add(b, d, out=o)
-            return
+            return lerp_arrays(v[0], v[1], weight, o)
     cd = compute_np(out._dtype)
     a, b, w = _arr(self, cd), _arr(end, cd), _arr(weight, cd)
     d = np.asarray(b - a)
@@ -509,13 +539,7 @@ def addcmul(self, tensor1, tensor2, *, value=1, out):
         if v is not None:
             s_, a, b = v
             if a.shape == o.shape and b.shape == o.shape:      # no broadcasting but of self
-                x = np.asarray(np.multiply(a, value))
-                if o.dtype == np.float64:
-                    fma64(x, b, s_, o)
-                    return
-                np.multiply(x, b, out=x)
-                np.add(s_, x, out=o)
-                return
+                return addcmul_arrays(s_, a, b, value, o)
     cd = compute_np(out._dtype)
     x = np.multiply(np.asarray(value).astype(cd), _arr(tensor1, cd))
     o = np_view(out)
@@ -538,11 +562,7 @@ def addcdiv(self, tensor1, tensor2, *, value=1, out):
         if v is not None:
             s_, a, b = v
             if a.shape == o.shape and b.shape == o.shape:      # no broadcasting but of self
-                x = np.asarray(np.multiply(a, value))
-                with np.errstate(all="ignore"):
-                    np.true_divide(x, b, out=x)
-                np.add(s_, x, out=o)
-                return
+                return addcdiv_arrays(s_, a, b, value, o)
     cd = compute_np(out._dtype)
     if cd.kind in "iu":
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release addcdiv "
