@@ -11,7 +11,9 @@ code for both libraries (``import ember as torch`` style):
 - gpt:  2 Transformer layers, d_model 64, 4 heads, causal, sequence 32, batch 16, AdamW
 - lstm: 2-layer LSTM language model, hidden 128, sequence 35, batch 20, SGD
 
-Each figure is the median over ``--repeat`` rounds of ``--steps`` steps (ms per step), after warm-up;
+Each figure is the median over ``--repeat`` rounds of ``--steps`` steps (ms per step), after warm-up; the
+variants of a model are timed in alternating rounds (so load from other work falls on all alike), and the ratio is
+the median over rounds of compiled / torch eager in the same round;
 "first 3 calls" is the wall time of ember.compile's warm-up, capture and first replay together (the
 issue's "capture + first replay"; torch.compile's compile time is not measured here). Ratios are ember
 compiled / PyTorch eager (< 1: ember is faster). ``torch.compile`` uses its default backend (inductor, which
@@ -227,33 +229,44 @@ def main(argv=None) -> int:
             "first 3 calls (ms)", "replays")
     rows = []
     for kind in args.only.split(","):
+        # every variant is built and warmed up first, then timed in alternating rounds (one round: --steps steps of
+        # each), so that load from other work on the machine falls on all of them alike
         step, x, y = build(ember, kind)
-        t_eager = (first_calls(step, x, y), per_step(step, x, y, args.steps, args.repeat))[1]
+        first_calls(step, x, y)
+        variants = {"eager": (step, x, y)}
         step, x, y = build(ember, kind)
         cstep = ember.compile(step)
         cap = first_calls(cstep, x, y)
-        t_comp = per_step(cstep, x, y, args.steps, args.repeat)
-        info = cstep._compiled.info()
-        replays = sum(r["replays"] for r in info)
-        why = "; ".join(sorted({r["eager_reason"] for r in info if r["eager_reason"]}))
-        t_torch = t_tc = None
+        variants["compiled"] = (cstep, x, y)
         tc_note = "n/a"
         if torch is not None:
             tstep, tx, ty = build(torch, kind)
             first_calls(tstep, tx, ty)
-            t_torch = per_step(tstep, tx, ty, args.steps, args.repeat)
+            variants["torch"] = (tstep, tx, ty)
             if not args.no_torch_compile:
                 tstep, tx, ty = build(torch, kind)
                 try:
                     ctstep = torch.compile(tstep)
                     first_calls(ctstep, tx, ty)
-                    t_tc = per_step(ctstep, tx, ty, args.steps, args.repeat)
-                    tc_note = f"{t_tc * 1e3:.3f}"
+                    variants["torch.compile"] = (ctstep, tx, ty)
                 except Exception as e:  # noqa: BLE001 - no C++ compiler, unsupported op, ...: reported, not fatal
                     tc_note = f"n/a ({type(e).__name__})"
-        rows.append((kind, f"{t_eager * 1e3:.3f}", f"{t_comp * 1e3:.3f}",
+        rounds = {k: [] for k in variants}
+        for _ in range(args.repeat):
+            for k, (fn, a, b) in variants.items():
+                rounds[k].append(per_step(fn, a, b, args.steps, 1))
+        t = {k: statistics.median(v) for k, v in rounds.items()}
+        info = cstep._compiled.info()
+        replays = sum(r["replays"] for r in info)
+        why = "; ".join(sorted({r["eager_reason"] for r in info if r["eager_reason"]}))
+        t_torch = t.get("torch")
+        if "torch.compile" in t:
+            tc_note = f"{t['torch.compile'] * 1e3:.3f}"
+        # the ratio: median over rounds of (compiled / torch eager) in the same round
+        ratio = statistics.median(c / e for c, e in zip(rounds["compiled"], rounds["torch"])) if t_torch else None
+        rows.append((kind, f"{t['eager'] * 1e3:.3f}", f"{t['compiled'] * 1e3:.3f}",
                      f"{t_torch * 1e3:.3f}" if t_torch else "n/a", tc_note,
-                     f"{t_comp / t_torch:.2f}" if t_torch else "n/a", f"{cap * 1e3:.1f}",
+                     f"{ratio:.2f}" if t_torch else "n/a", f"{cap * 1e3:.1f}",
                      str(replays) + (f" (eager: {why})" if why else "")))
     widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
     for r in [head] + rows:

@@ -22,7 +22,8 @@ from .._dispatch import declare
 from .._tensor import Tensor, _wrap_dim
 from ._meta import check_tensor, meta_cache, same_device
 
-__all__ = ["linear", "relu", "relu_", "softmax", "log_softmax", "nll_loss", "nll_loss_backward", "im2col", "col2im",
+__all__ = ["linear", "relu", "relu_", "softmax", "log_softmax", "threshold_backward", "_log_softmax_backward_data",
+           "_softmax_backward_data", "nll_loss", "nll_loss_backward", "im2col", "col2im",
            "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "constant_pad_nd", "embedding"]
 
 _name = D.torch_name
@@ -219,6 +220,98 @@ softmax = declare("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tens
 log_softmax = declare("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
                       _softmax_meta_for("log_softmax"), composite=_log_softmax_composite,
                       doc="x - log(sum(exp(x))) " + _SOFTMAX_DOC.format("log_softmax"))
+
+
+
+# ---------------------------------------------------------------- the backward ops of relu, softmax, log_softmax
+@_memo
+def _threshold_backward_meta(grad_output, self, threshold):
+    from ._meta import broadcast_shapes
+    check_tensor(grad_output, "threshold_backward", "grad_output")
+    check_tensor(self, "threshold_backward", "self")
+    same_device(grad_output, self)
+    if not isinstance(threshold, numbers.Number):
+        raise TypeError(f"threshold_backward(): argument 'threshold' must be Number, not {type(threshold).__name__}")
+    shape = broadcast_shapes(grad_output._shape, self._shape)
+    dt = D.result_type(grad_output, self)
+    if dt is D.bool or dt.is_complex:
+        raise _not_impl("threshold_backward", dt)
+    return (*_key(grad_output, dt), shape, dt)
+
+
+def _threshold_backward_composite(grad_output, self, threshold, *, out):
+    from ._elementwise import where
+    where(self <= threshold, 0, grad_output, out=out)     # (a NaN in self passes the gradient, as PyTorch)
+
+
+threshold_backward = declare(
+    "threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor", _threshold_backward_meta,
+    composite=_threshold_backward_composite,
+    doc="The gradient of threshold / relu (matches aten::threshold_backward): ``grad_output`` where ``self > "
+        "threshold``, else 0 (also where grad_output is NaN or inf; a NaN in self passes the gradient), broadcast, "
+        "in the operands' promoted dtype. relu's derivative is threshold_backward(grad, result, 0). RuntimeError "
+        "when the shapes do not broadcast; NotImplementedError for bool / complex.")
+
+
+def _softmax_backward_meta_for(op, kernel):
+    @_memo
+    def meta(grad_output, output, dim, input_dtype):
+        check_tensor(grad_output, op, "grad_output")
+        check_tensor(output, op, "output")
+        same_device(grad_output, output)
+        if not isinstance(dim, numbers.Integral) or isinstance(dim, builtins.bool):
+            raise TypeError(f"{op}(): argument 'dim' must be int, not {type(dim).__name__}")
+        if not isinstance(input_dtype, D.dtype):
+            raise TypeError(f"{op}(): argument 'input_dtype' must be ember.dtype, not {type(input_dtype).__name__}")
+        d = _wrap_dim(dim, len(output._shape))
+        if grad_output._shape != output._shape:
+            raise RuntimeError(f"{op}: grad_output of shape {_fmt(grad_output._shape)} and output of shape "
+                               f"{_fmt(output._shape)} differ")
+        gd = grad_output._dtype
+        if output._dtype is not gd:
+            raise RuntimeError(f"expected scalar type {_name(gd)} but found {_name(output._dtype)}")
+        if not gd.is_floating_point:
+            last = d == builtins.max(len(output._shape), 1) - 1
+            raise _not_impl(f"{kernel}_lastdim_kernel_impl" if last else f"{kernel}_kernel_impl", gd)
+        # PyTorch: the gradient keeps grad_output's dtype, but for a float16 input softmaxed in float32 (its CUDA
+        # kernel's half_to_float; its cpu kernel raises there)
+        dt = input_dtype if gd is D.float32 and input_dtype is D.float16 else gd
+        return (*_key(grad_output, dt), output._shape, dt)
+    return meta
+
+
+def _softmax_dim(t, dim):
+    return (t.reshape(1), 0) if t.dim() == 0 else (t, dim)
+
+
+def _log_softmax_backward_composite(grad_output, output, dim, input_dtype, *, out):
+    g, d = _softmax_dim(grad_output, dim)
+    y, _ = _softmax_dim(output, dim)
+    out.copy_((g - y.exp() * g.sum(d, keepdim=True)).reshape(out._shape))
+
+
+def _softmax_backward_composite(grad_output, output, dim, input_dtype, *, out):
+    g, d = _softmax_dim(grad_output, dim)
+    y, _ = _softmax_dim(output, dim)
+    out.copy_((y * (g - (g * y).sum(d, keepdim=True))).reshape(out._shape))
+
+
+_SOFTMAX_BACKWARD_DOC = ("grad_output and output of one shape and floating dtype (RuntimeError otherwise; "
+                         "NotImplementedError for integers), reduced over ``dim`` (IndexError out of range); the "
+                         "result keeps grad_output's dtype, or is float16 for a float16 input softmaxed in float32 "
+                         "(``input_dtype`` float16 with a float32 gradient: PyTorch's CUDA result; its cpu kernel "
+                         "raises there).")
+_log_softmax_backward_data = declare(
+    "_log_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+    _softmax_backward_meta_for("_log_softmax_backward_data", "log_softmax_backward"),
+    composite=_log_softmax_backward_composite,
+    doc="The gradient of log_softmax from its output (matches torch._log_softmax_backward_data): grad_output - "
+        "exp(output) * sum(grad_output, dim). " + _SOFTMAX_BACKWARD_DOC)
+_softmax_backward_data = declare(
+    "_softmax_backward_data(Tensor grad_output, Tensor output, int dim, ScalarType input_dtype) -> Tensor",
+    _softmax_backward_meta_for("_softmax_backward_data", "softmax_backward"), composite=_softmax_backward_composite,
+    doc="The gradient of softmax from its output (matches torch._softmax_backward_data): output * (grad_output - "
+        "sum(grad_output * output, dim)). " + _SOFTMAX_BACKWARD_DOC)
 
 
 # ---------------------------------------------------------------- nll_loss

@@ -12,7 +12,7 @@ __all__ = ["cj", "sgn_grad", "scale", "count", "atan2_recip", "nanmean_grad", "c
            "pow_self_grad", "pow_exponent_grad", "clamp_grad", "clamp_bound_grad", "matrix_norm_grad", "cumsum_grad",
            "cat_grad", "roll_grad", "repeat_grad", "repeat_interleave_grad", "take_grad", "index_select_like",
            "masked_scatter_grad", "masked_select_grad", "scatter_self_grad", "scatter_src_grad",
-           "threshold_backward", "softmax_grad", "max_pool_double_backward", "pad_grad", "embedding_backward",
+           "softmax_grad", "log_softmax_grad", "max_pool_double_backward", "pad_grad", "embedding_backward",
            "linear_weight_grad", "linear_bias_grad"]
 
 
@@ -296,14 +296,16 @@ def linear_bias_grad(grad):
     return grad if nd == 1 else grad.sum(0) if nd == 2 else grad.reshape(-1, grad.shape[-1]).sum(0)
 
 
-def threshold_backward(grad, result):
-    """Gradient of relu from its result: ``grad`` where the result is positive, 0 elsewhere."""
-    return grad * (result > 0)
-
-
 def softmax_grad(grad, result, dim):
-    """Gradient of softmax: result * (grad - sum(grad * result, dim))."""
-    return result * (grad - (grad * result).sum(dim, keepdim=True))
+    """Gradient of softmax from its result: result * (grad - sum(grad * result, dim)), one op
+    (``_softmax_backward_data``, PyTorch's)."""
+    return _ember()._softmax_backward_data(grad, result, dim, result.dtype)
+
+
+def log_softmax_grad(grad, result, dim):
+    """Gradient of log_softmax from its result: grad - exp(result) * sum(grad, dim), one op
+    (``_log_softmax_backward_data``, PyTorch's)."""
+    return _ember()._log_softmax_backward_data(grad, result, dim, result.dtype)
 
 
 def max_pool_double_backward(grad, indices):

@@ -184,9 +184,20 @@ DERIVATIVES = {
         "grad_output": "conv2d(input, grad, None, stride, padding, dilation, groups)",
         "input": "conv2d_backward_input(grad_output, grad, input_shape, stride, padding, dilation, groups)",
         "name": "ConvolutionBackwardBackward1"},
-    "relu": {"self": "threshold_backward(grad, result)"},
+    "relu": {"self": "threshold_backward(grad, result, 0)"},
+    "threshold_backward": {"grad_output": "threshold_backward(grad, self, threshold)",
+                           "name": "ThresholdBackwardBackward0"},
     "softmax": {"self": "softmax_grad(grad, result, dim)", "name": "SoftmaxBackward0"},
-    "log_softmax": {"self": "grad - result.exp() * grad.sum(dim, keepdim=True)", "name": "LogSoftmaxBackward0"},
+    "log_softmax": {"self": "log_softmax_grad(grad, result, dim)", "name": "LogSoftmaxBackward0"},
+    "_softmax_backward_data": {
+        "grad_output": "softmax_grad(grad, output, dim)",
+        "output": "grad * (grad_output - (grad_output * output).sum(dim, keepdim=True)) - "
+                  "grad_output * (grad * output).sum(dim, keepdim=True)",
+        "name": "SoftmaxBackwardDataBackward0"},
+    "_log_softmax_backward_data": {
+        "grad_output": "grad - (grad * output.exp()).sum(dim, keepdim=True)",
+        "output": "-(grad_output.sum(dim, keepdim=True) * output.exp() * grad)",
+        "name": "LogSoftmaxBackwardDataBackward0"},
     "nll_loss": {"self": "nll_loss_backward(grad, self, target, weight, reduction, ignore_index)",
                  "name": "NllLossBackward0"},
     "nll_loss_backward": {"grad_output": "nll_loss(grad, target, weight, reduction, ignore_index)",

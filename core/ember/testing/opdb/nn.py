@@ -117,6 +117,71 @@ def _softmax_errors(op, device):
                      NotImplementedError, rf"\"{op.name}_lastdim_kernel_impl\" not implemented for 'Long'")
 
 
+
+# ---------------------------------------------------------------- the backward ops of relu, softmax, log_softmax
+def _threshold_backward_ref(g, x, threshold):
+    return np.where(x <= threshold, 0, g).astype(np.result_type(g, x))
+
+
+def _threshold_backward_samples(op, device, dtype, requires_grad=False):
+    m = _Mk(op, device, dtype, requires_grad)
+    yield SampleInput(m((3, 4)), (m((3, 4), grad=False), 0), name="relu's")
+    yield SampleInput(m((2, 3, 4), nc=True), (m((2, 3, 4), t=True, grad=False), 1), name="non-contiguous, threshold 1")
+    yield SampleInput(m((3, 4)), (m((4,), grad=False), 0), name="broadcast self")
+    yield SampleInput(m(()), (m((), grad=False), 0), name="0-dim")
+    yield SampleInput(m((0, 3)), (m((0, 3), grad=False), 0), name="empty")
+    if dtype.is_floating_point:
+        yield SampleInput(with_nan((5,), device, dtype, 3, where=(1,)), (m((5,), grad=False, low=-1, high=1), 0.25),
+                          name="NaN gradient, threshold 0.25")
+        yield SampleInput(m((5,)), (with_nan((5,), device, dtype, 4, where=(2,)), 0), name="NaN in self")
+
+
+def _threshold_backward_errors(op, device):
+    yield ErrorInput(SampleInput(make_tensor((3, 4), device=device, seed=1), (make_tensor((5,), device=device, seed=2), 0)),
+                     RuntimeError, r"must match the size")
+
+
+def _softmax_backward_ref(g, y, dim, input_dtype, *, log):
+    import ember
+    out = np.dtype(np.float16) if g.dtype == np.float32 and input_dtype is ember.float16 else g.dtype
+    a, b = g.astype(np.float64), y.astype(np.float64)
+    if a.ndim == 0:
+        a, b, dim = a.reshape(1), b.reshape(1), 0
+    r = a - np.exp(b) * a.sum(dim, keepdims=True) if log else b * (a - (a * b).sum(dim, keepdims=True))
+    return r.reshape(g.shape).astype(out)
+
+
+def _softmax_backward_samples(op, device, dtype, requires_grad=False, *, log):
+    import ember
+    m = _Mk(op, device, dtype, requires_grad)
+    f = ember.log_softmax if log else ember.softmax
+
+    def out(shape, dim, **kw):
+        return with_grad(f(m(shape, grad=False, **kw).detach(), dim), requires_grad)
+    yield SampleInput(m((3, 4)), (out((3, 4), 1), 1, dtype), name="2-D, dim=1")
+    yield SampleInput(m((3, 4), t=True), (out((3, 4), 0), 0, dtype), name="transposed grad, dim=0")
+    yield SampleInput(m((2, 3, 4), nc=True), (out((2, 3, 4), -2, nc=True), -2, dtype), name="non-contiguous, dim=-2")
+    yield SampleInput(m(()), (out((), 0), 0, dtype), name="0-dim")
+    yield SampleInput(m((0, 3)), (out((0, 3), 1), 1, dtype), name="empty")
+    if dtype.name == "float32":
+        yield SampleInput(m((3, 4)), (out((3, 4), 1), 1, ember.float16), name="half-to-float: input_dtype float16")
+
+
+def _softmax_backward_errors(op, device):
+    import ember
+    g = make_tensor((3, 4), device=device, seed=1)
+    yield ErrorInput(SampleInput(g, (make_tensor((3, 5), device=device, seed=2), 1, ember.float32)), RuntimeError,
+                     r"grad_output of shape \[3, 4\] and output of shape \[3, 5\] differ")
+    yield ErrorInput(SampleInput(g, (make_tensor((3, 4), device=device, seed=2), 2, ember.float32)), IndexError,
+                     r"Dimension out of range")
+    yield ErrorInput(SampleInput(g, (make_tensor((3, 4), device=device, dtype=ember.float64, seed=2), 1,
+                                     ember.float32)), RuntimeError, r"expected scalar type Float but found Double")
+    i = make_tensor((3, 4), device=device, dtype=ember.int64, seed=3)
+    kernel = op.name.strip("_").replace("_data", "")
+    yield ErrorInput(SampleInput(i, (i, 1, ember.int64)), NotImplementedError,
+                     rf"\"{kernel}_lastdim_kernel_impl\" not implemented for 'Long'")
+
+
 # ---------------------------------------------------------------- nll_loss
 def _nll_parts(x, t, w, ignore_index):
     """(per-element -w[t] * x[t] losses, per-element weights) for (N, C, ...) / (C,) inputs."""
@@ -678,6 +743,14 @@ def _build():
     add(OpInfo("log_softmax", op=N.log_softmax, ref=upcast(partial(_softmax_ref, log=True)), dtypes=FLOATING,
                sample_inputs=_softmax_samples, error_inputs=_softmax_errors, supports_autograd=True,
                supports_out=True, tolerances={"float16": (1e-3, 5e-3), "bfloat16": (1.6e-2, 5e-2)}))
+    add(OpInfo("threshold_backward", op=N.threshold_backward, ref=upcast(_threshold_backward_ref), dtypes=REAL,
+               sample_inputs=_threshold_backward_samples, error_inputs=_threshold_backward_errors,
+               supports_autograd=True, supports_out=True, exact=True))
+    for name, log in (("_log_softmax_backward_data", True), ("_softmax_backward_data", False)):
+        add(OpInfo(name, op=getattr(N, name), ref=partial(_softmax_backward_ref, log=log), dtypes=FLOATING,
+                   sample_inputs=partial(_softmax_backward_samples, log=log), error_inputs=_softmax_backward_errors,
+                   supports_autograd=True, supports_out=True,
+                   tolerances={"float16": (2e-3, 5e-3), "bfloat16": (1.6e-2, 5e-2), "float32": (1e-5, 1e-5)}))
     add(OpInfo("nll_loss", op=N.nll_loss, ref=upcast(_nll_ref), dtypes=FLOATING, sample_inputs=_nll_samples,
                error_inputs=_nll_errors, supports_autograd=True, supports_out=True, tolerances=lowtol))
     add(OpInfo("nll_loss_backward", op=N.nll_loss_backward, ref=upcast(_nll_backward_ref), dtypes=FLOATING,

@@ -97,6 +97,64 @@ def log_softmax(self, dim, dtype=None, *, out):
     write(out, s.reshape(out._shape))
 
 
+
+# ---------------------------------------------------------------- relu / softmax / log_softmax backward
+def threshold_backward(grad_output, self, threshold, *, out):
+    """cpu kernel of ``threshold_backward``, real numeric dtypes: write ``grad_output`` where ``self > threshold``,
+    else 0, into ``out`` (broadcast; a NaN or inf gradient is zeroed too, a NaN in self passes it).
+    """
+    o, g, s = np_view(out), np_view(grad_output), np_view(self)
+    with np.errstate(invalid="ignore"):          # (ml_dtypes' bfloat16 warns comparing a NaN)
+        keep = np.logical_not(s <= threshold)
+    if o.dtype in LOWP or g.dtype != o.dtype:
+        np.copyto(o, np.where(keep, g, 0), casting="unsafe")
+        return
+    # grad * keep: one pass (masked copies are 3-4x slower in numpy); exact unless a NaN / inf gradient meets a
+    # 0 of the mask (NaN then, where PyTorch writes 0): such a result is redone with a select
+    if o.dtype.kind != "f":
+        np.multiply(g, keep, out=o)
+        return
+    with np.errstate(invalid="ignore"):
+        np.multiply(g, keep, out=o)
+    if not np.isfinite(o).all():
+        np.copyto(o, np.where(keep, g, 0))
+
+
+def _softmax_backward_prep(grad_output, output, dim, out):
+    cd = compute_np(grad_output._dtype)
+    g, y = _arr(grad_output, cd), _arr(output, cd)
+    if g.ndim == 0:
+        g, y = g.reshape(1), y.reshape(1)
+    o = np_view(out)
+    direct = o.dtype == cd and o.shape == g.shape     # straight into out: no temporary to copy
+    return g, y, dim % g.ndim, (o if direct else np.empty(g.shape, cd)), direct
+
+
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype, *, out):
+    """cpu kernel of ``_log_softmax_backward_data``, floating dtypes: write grad - exp(output) * sum(grad, dim)
+    into ``out`` (the composite's operations, in its order; float16 / bfloat16 compute in float32).
+    """
+    g, y, d, r, direct = _softmax_backward_prep(grad_output, output, dim, out)
+    np.exp(y, out=r)
+    np.multiply(r, np.sum(g, axis=d, keepdims=True, dtype=g.dtype), out=r)
+    np.subtract(g, r, out=r)
+    if not direct:
+        write(out, r.reshape(out._shape))
+
+
+def _softmax_backward_data(grad_output, output, dim, input_dtype, *, out):
+    """cpu kernel of ``_softmax_backward_data``, floating dtypes: write output * (grad - sum(grad * output, dim))
+    into ``out`` (the composite's operations, in its order; float16 / bfloat16 compute in float32).
+    """
+    g, y, d, r, direct = _softmax_backward_prep(grad_output, output, dim, out)
+    np.multiply(g, y, out=r)
+    s = np.sum(r, axis=d, keepdims=True, dtype=g.dtype)
+    np.subtract(g, s, out=r)
+    np.multiply(y, r, out=r)
+    if not direct:
+        write(out, r.reshape(out._shape))
+
+
 # ---------------------------------------------------------------- nll_loss
 def _nll_flat(self, target, weight, ignore_index):
     """(x as (M, C), rows, target (M,) with ignored set to 0, per-row weight, C)."""
@@ -372,6 +430,10 @@ def register(lib):
     log_softmax, nll_loss(_backward): floating; the rest all dtypes).
     """
     lib.impl("relu", relu, device="cpu", dtypes=_ALL_NUMERIC)
+    lib.impl("threshold_backward", threshold_backward, device="cpu", dtypes=_ALL_NUMERIC)
+    for name, k in (("_log_softmax_backward_data", _log_softmax_backward_data),
+                    ("_softmax_backward_data", _softmax_backward_data)):
+        lib.impl(name, k, device="cpu", dtypes=FLOAT)
     lib.impl("linear", linear, device="cpu", dtypes=FLOAT)
     for name, k in (("softmax", softmax), ("log_softmax", log_softmax), ("nll_loss", nll_loss),
                     ("nll_loss_backward", nll_loss_backward)):
