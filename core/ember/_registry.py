@@ -125,6 +125,7 @@ class DeviceType:
         self.module = None
         self.fallback = None
         self.fuser = None          # fuser(subgraph) -> callable | None, for ember.compile (register_fuser)
+        self.fuser_features = frozenset()   # what its subgraphs may hold beyond plain elementwise runs
 
     def allocator(self, dev: device):
         """The allocator of device ``dev``'s index (CachingAllocator, or DirectAllocator when the type opted out),
@@ -153,22 +154,36 @@ class DeviceType:
             return g
 
 
-def register_fuser(device_type: str, fuser):
+def register_fuser(device_type: str, fuser, *, features=()):
     """Set ``fuser`` as device type ``device_type``'s fuser for ``ember.compile`` (None removes it); returns a
     function that puts the previous one back. ``fuser(subgraph)`` receives an ``ember.compiler._fusion.Subgraph``
     (a run of captured elementwise nodes) and returns one callable ``fused(*tensors)`` that does what the run
     did, or None to decline (docs/vendor-guide.md, "Fusers"). Plugins call ``registry.register_fuser`` in
     ``ember_register`` instead; graphs captured before keep what they were built with.
 
+    ``features`` opts in to subgraphs beyond plain elementwise runs (``ember.compiler._fusion.FEATURES``):
+    ``"broadcast"`` (read-only operands that broadcast to the run's shape, or are strided: ``Slot.strides``),
+    ``"reduction"`` (runs that end in ``sum`` / ``amax`` nodes, then elementwise nodes on the reduced shape).
+    A fuser registered without them never receives a subgraph that uses them.
+
     :raises RuntimeError: ``device_type`` is not registered (the message names the package to install).
-    :raises TypeError: ``fuser`` is neither callable nor None."""
+    :raises TypeError: ``fuser`` is neither callable nor None.
+    :raises ValueError: ``features`` names an unknown feature."""
     if fuser is not None and not callable(fuser):
         raise TypeError(f"register_fuser('{device_type}'): fuser must be callable, not {type(fuser).__name__}")
+    from .compiler._fusion import FEATURES
+    if isinstance(features, str):
+        features = (features,)
+    unknown = sorted(set(features) - set(FEATURES))
+    if unknown:
+        raise ValueError(f"register_fuser('{device_type}'): unknown fuser feature(s) {unknown}; known: "
+                         f"{list(FEATURES)}")
     dt = _lookup_device_type(device_type)
-    old, dt.fuser = dt.fuser, fuser
+    old = dt.fuser, dt.fuser_features
+    dt.fuser, dt.fuser_features = fuser, frozenset(features) if fuser is not None else frozenset()
 
     def undo():
-        dt.fuser = old
+        dt.fuser, dt.fuser_features = old
     return undo
 
 

@@ -401,21 +401,28 @@ class Registry:
             return undo
         self._staged.append(apply)
 
-    def register_fuser(self, device_type: str, fuser):
+    def register_fuser(self, device_type: str, fuser, *, features=()):
         """``fuser(subgraph)`` fuses runs of elementwise nodes that ``ember.compile`` captured on
         ``device_type`` (one of this plugin's): it receives an ``ember.compiler._fusion.Subgraph`` and returns
         one callable ``fused(*tensors)`` (the subgraph's slot tensors, in order) that does what the run did, or
-        None to decline. See docs/vendor-guide.md, "Fusers"."""
+        None to decline. ``features`` (``"broadcast"``, ``"reduction"``) opts in to richer runs; without them
+        the fuser receives plain elementwise runs only. See docs/vendor-guide.md, "Fusers"."""
         if not callable(fuser):
             raise TypeError(f"register_fuser('{device_type}'): fuser must be callable, not {type(fuser).__name__}")
         if self.provides is not None and device_type not in self._declared("device_types"):
             raise RuntimeError(f"plugin '{self.plugin}' registers a fuser for device type '{device_type}', which "
                                f"is not its own; refused")
+        from .compiler._fusion import FEATURES
+        feats = (features,) if isinstance(features, str) else tuple(features)
+        unknown = sorted(set(feats) - set(FEATURES))
+        if unknown:
+            raise ValueError(f"register_fuser('{device_type}'): unknown fuser feature(s) {unknown}; known: "
+                             f"{list(FEATURES)}")
 
         def apply():
             if device_type not in _registry.device_types:
                 raise RuntimeError(f"register_fuser: unknown device type '{device_type}'")
-            return _registry.register_fuser(device_type, fuser)
+            return _registry.register_fuser(device_type, fuser, features=feats)
         self._staged.append(apply)
 
     def register_layout(self, name: str) -> _layout_cls:

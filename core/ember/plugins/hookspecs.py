@@ -86,7 +86,9 @@ def ember_fuse(device_type: str, subgraph):
     """Fuse a run of elementwise nodes that ``ember.compile`` captured on ``device_type`` into one callable.
 
     Consulted only for a device type that has no fuser registered with ``registry.register_fuser``
-    (the usual way, in ``ember_register``); the first implementation that returns something wins.
+    (the usual way, in ``ember_register``); the first implementation that returns something wins. The hook
+    receives plain elementwise runs only (``subgraph.features`` is empty): to receive runs with broadcast
+    operands or reductions, register with ``registry.register_fuser(device_type, fuse, features=...)``.
 
     :param device_type: the device type the run is on (return None for any other).
     :param subgraph: an ``ember.compiler._fusion.Subgraph``: ``device``, ``shape`` (every non-scalar

@@ -101,7 +101,7 @@ def ember_register(registry):
     _register_kernels(registry.library("ember_opencl"), dtypes)
     registry.register_fallback("opencl", _unsupported_dtype)
     from .kernels import fused
-    registry.register_fuser("opencl", fused.fuse)       # ember.compile: one kernel per elementwise run
+    registry.register_fuser("opencl", fused.fuse, features=fused.FEATURES)   # ember.compile: one kernel per run
 
 
 def _unsupported_dtype(op, args, kwargs):
