@@ -487,9 +487,12 @@ def addcdiv_arrays(s, a, b, value, o):
     """``o = s + (value * a) / b`` for numpy arrays of ``o``'s float dtype, ``a`` and ``b`` of ``o``'s shape (``s``
     may broadcast), a Python number ``value``; each step rounded, as PyTorch's kernel. The fast path of the
     ``addcdiv`` kernel, and what ember-cpu's fuser calls."""
-    x = np.asarray(np.multiply(a, value))
     with np.errstate(all="ignore"):
-        np.true_divide(x, b, out=x)
+        if value == 1:          # 1 * a is a, exactly: one pass and one temporary less (the optimizers' call)
+            x = np.asarray(np.true_divide(a, b))
+        else:
+            x = np.asarray(np.multiply(a, value))
+            np.true_divide(x, b, out=x)
     np.add(s, x, out=o)
 
 
