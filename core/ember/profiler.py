@@ -137,7 +137,9 @@ def compiled_graphs() -> list:
     ([(what, "file:line")] host reads in the user's code), ``static_inputs``, ``mismatches`` (replays that
     stopped and ran eagerly), ``memory_plan`` (``{"planned", "bytes_before", "buffers", "bytes_after"}``: the
     intermediate storages eager code allocates per step, and the buffers the replay shares among them by
-    liveness; None when planning is off) and ``eager_reason`` (why the signature runs eagerly, or None).
+    liveness; None when planning is off), ``split`` (for a signature cut at a graph break: ``{"at", "statement",
+    "segments"}``, each segment - ``prefix``, ``break``, ``rest`` - with its source lines and, when compiled, its
+    own rows; else None) and ``eager_reason`` (why the signature runs eagerly, or None).
     ``EMBER_COMPILE_DEBUG=1`` prints each capture as it happens."""
     from .compiler._compiled import _REGISTRY
     rows = []

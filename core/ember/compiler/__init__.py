@@ -96,8 +96,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     replays in ``no_grad`` / inference use; in grad mode its calls run eagerly (ember has no AOT autograd).
 
     :param fullgraph: raise ``GraphBreakError`` (naming the read and your source line) where a host read
-        (``item``, ``tolist``, ``bool``, ``numpy``) in your code would break the graph, instead of running
-        that signature eagerly.
+        (``item``, ``tolist``, ``bool``, ``numpy``) in your code would break the graph, instead of splitting
+        the function at that statement (the statements before and after it compiled, the statement eager;
+        docs/compile.md) or, where it cannot be split, running that signature eagerly.
     :param dynamic: accepted; every new shape is captured as its own signature (up to
         ``ember.compiler.config.cache_size_limit``).
     :param backend: ``"inductor"`` (default), ``"ember"``, ``"cudagraphs"``, ``"aot_eager"``: capture and

@@ -101,6 +101,7 @@ class Graph:
     def __init__(self, fullgraph=False):
         self.nodes = []
         self.breaks = []         # [(what, "file:line")] host reads in the user's code
+        self.break_stack = ()    # [(code, line)] the frames of the first break, innermost first (``_split``)
         self.versions = {}       # id(tensor) -> (tensor, version before its first recorded use)
         self.fullgraph = fullgraph
         self.backward_ran = False    # a backward() (not retaining its graph) ran inside the capture
@@ -242,6 +243,12 @@ def host_read(tensor, value, what):
     user = caller
     where = f"{user.f_code.co_filename}:{user.f_lineno}" if user is not None else "<unknown>"
     g.breaks.append((f"Tensor.{what}", where))
+    if len(g.breaks) == 1:      # where each calling function was: a split cuts the compiled one's body there
+        stack, f = [], user
+        while f is not None:
+            stack.append((f.f_code, f.f_lineno))
+            f = f.f_back
+        g.break_stack = stack
     if g.fullgraph:
         raise GraphBreakError(f"ember.compile(fullgraph=True): graph break at {where}: Tensor.{what} reads a "
                               f"tensor's value on the host, which a captured graph cannot replay. Return the tensor "

@@ -14,9 +14,11 @@ flags, parameter identity, which parameters have a ``.grad``, the optimizers' hy
   then restore what eager code would have left: ``.grad`` attributes, version counters, and the
   outputs (cloned, so a result returned earlier is never overwritten).
 
-A signature whose capture met a graph break, or returned tensors that require grad (a forward
-compiled on its own in grad mode: ember replays whole steps, it has no AOT autograd), runs
-eagerly from then on; ``ember.profiler.compiled_graphs()`` says why.
+A signature whose capture met a graph break in a top-level statement after the first is split there
+(``_split``): the statements before it are compiled on their own, the statement runs eagerly, the
+statements after it are compiled on their own. One whose break cannot be split, or that returned
+tensors that require grad (a forward compiled on its own in grad mode: ember replays whole steps, it
+has no AOT autograd), runs eagerly from then on; ``ember.profiler.compiled_graphs()`` says why.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import threading
 import warnings
 import weakref
 
-from . import _capture, _fusion, _memplan
+from . import _capture, _fusion, _memplan, _split
 from ._capture import GraphMismatch
 from .. import _dtype as _D
 from .._grad_state import STATE as _GS
@@ -66,7 +68,7 @@ def _globally_disabled() -> bool:
 class _Entry:
     __slots__ = ("calls", "graph", "program", "static", "eager_reason", "end_grads", "read_grads", "deltas",
                  "outputs", "replays", "mismatches", "writeback", "fused_kernels", "fused_nodes", "memory",
-                 "bound", "static_copies")
+                 "bound", "static_copies", "split")
 
     def __init__(self):
         self.calls = 0
@@ -86,6 +88,7 @@ class _Entry:
         self.mismatches = 0
         self.fused_kernels = 0     # runs of elementwise nodes a device's fuser replaced with one callable
         self.fused_nodes = 0       # the recorded kernel calls those runs held
+        self.split = None          # the ``_split.Split`` calls run through after a graph break, or None
 
 
 class _Uncacheable(Exception):
@@ -288,6 +291,8 @@ class CompiledFunction:
                 return self.fn(*args, **kwargs)
             e = self.entries[key] = _Entry()
         e.calls += 1
+        if e.split is not None:
+            return e.split(args, kwargs)
         if e.eager_reason is not None:
             return self.fn(*args, **kwargs)
         if e.program is None:
@@ -341,7 +346,16 @@ class CompiledFunction:
         if g.breaks:
             what, where = g.breaks[0]
             e.eager_reason = f"graph break: {what} at {where}"
-            self._note(e.eager_reason + " - this signature runs eagerly")
+            e.split, why = _split.split_at_break(self, g)
+            if e.split is None:
+                e.eager_reason += f"; not split: {why}"
+                self._note(e.eager_reason + " - this signature runs eagerly")
+            else:
+                e.eager_reason = None
+                g.nodes, g.versions = [], {}      # the broken capture is not replayed: its segments' graphs are
+                lines = e.split.lines
+                self._note(f"graph break: {what} at {where} - split: lines {lines['prefix']} compiled, "
+                           f"{lines['break']} eager" + (f", {lines['rest']} compiled" if lines["rest"] else ""))
             return result
         out_leaves = []
         out_spec = _flatten(result, out_leaves)
@@ -358,7 +372,11 @@ class CompiledFunction:
         e.deltas = g.version_deltas()
         e.static = static
         staged_ids = {id(s): i for i, s in static}
+        # a reachable parameter or an argument that requires grad is returned itself, as eagerly (a name bound to it
+        # before a split's break is the parameter after it); other tensors as copies
+        own = {id(t) for t in params} | {id(a) for a in leaves if isinstance(a, Tensor)}
         e.outputs = (out_spec, [("arg", staged_ids[id(t)]) if isinstance(t, Tensor) and id(t) in staged_ids
+                                else ("value", t) if isinstance(t, Tensor) and id(t) in own
                                 else _output_entry(t) if isinstance(t, Tensor) else ("value", t) for t in out_leaves])
         e.static_copies = [(i, s, _copy_kernel(s) or _copy_impl) for i, s in static]
         e.program = [(n.fn, n.args, n.kwargs) if type(n) is _capture.Node else (n.run, (), {}) for n in g.nodes]
@@ -425,6 +443,7 @@ class CompiledFunction:
     def reset(self):
         """Forget every captured graph."""
         self.entries.clear()
+        self.__dict__.pop("_splits", None)     # the segments of split signatures (``_split``)
         self._warned_limit = False
 
     def info(self):
@@ -441,5 +460,6 @@ class CompiledFunction:
                          "kernel_launches": (sum(type(n) is _capture.Node for n in g.nodes) - e.fused_nodes +
                                              e.fused_kernels) if g else 0,
                          "memory_plan": e.memory,
+                         "split": e.split.info() if e.split is not None else None,
                          "eager_reason": e.eager_reason})
         return rows
