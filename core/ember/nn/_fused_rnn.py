@@ -319,6 +319,35 @@ class _Steps(Function):
         return stack(grads, 0)
 
 
+class _RecurrentProduct(Function):
+    """``h @ w.T``, the recurrent product of an RNN / LSTM / GRU step, given ``w_t``: ``w.T`` as a contiguous copy
+    made once per sequence (not tracked). The forward multiplies by ``w_t``, the backward by ``w`` itself
+    (grad_h = grad @ w) and gives ``w`` its gradient grad.T @ h: every product has a contiguous right operand, where
+    ``h @ w.T`` through the ``.t()`` view has a transposed one in the forward - OpenBLAS's product with a transposed
+    right operand is about 1.7x slower at these sizes (20 x 128 x 512, float32: 57 against 34 µs at one thread)."""
+
+    @staticmethod
+    def forward(ctx, h, w, w_t):
+        ctx.save_for_backward(h, w)
+        return h.matmul(w_t)
+
+    @staticmethod
+    def backward(ctx, grad):
+        h, w = ctx.saved_tensors
+        return grad.matmul(w), grad.t().matmul(h), None
+
+
+def recurrent_product(h, w, w_t=None):
+    """``h`` (N, H) @ ``w`` (G, H).T -> (N, G) (the recurrent term of an RNN step), differentiable in ``h`` and
+    ``w``; ``w_t``: ``w.detach().t().contiguous()``, made once for the steps of a sequence (None: the ``.t()``
+    view, for a single step)."""
+    if w_t is None:
+        w_t = w.detach().t()
+    if not (h.requires_grad or w.requires_grad):
+        return h.matmul(w_t)
+    return _RecurrentProduct.apply(h, w, w_t)
+
+
 def unbind_steps(x):
     """The time steps ``x[0], ..., x[L - 1]`` of ``x`` (L, ...), as ``x.unbind(0)`` (views), with a backward that
     stacks their gradients once."""

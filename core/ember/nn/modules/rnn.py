@@ -39,18 +39,19 @@ def _rnn_step(act):
     return step
 
 
-def _lstm_step(xw, h, c, w_hh_t, b_hh, w_hr):
-    # w_hh_t: weight_hh transposed once per sequence; one fused op per step (gate activations and the cell
-    # update; its backward is one op too)
-    h, c, _ = _fused_rnn.fused_lstm_cell(xw, h.matmul(w_hh_t), c)
+def _lstm_step(xw, h, c, w_hh, b_hh, w_hr):
+    # w_hh: (weight_hh, its transpose made contiguous once per sequence or None) for the recurrent product
+    # (_fused_rnn.recurrent_product); one fused op per step (gate activations and the cell update; its backward
+    # is one op too)
+    h, c, _ = _fused_rnn.fused_lstm_cell(xw, _fused_rnn.recurrent_product(h, *w_hh), c)
     if w_hr is not None:
         h = h.matmul(w_hr.t())
     return h, c
 
 
-def _gru_step(xw, h, c, w_hh_t, b_hh, w_hr):
-    # xw holds b_ih only: b_hn sits inside r * (...), so b_hh goes to the fused op; w_hh_t as for the LSTM
-    h, _ = _fused_rnn.fused_gru_cell(xw, h.matmul(w_hh_t), h, None, b_hh)
+def _gru_step(xw, h, c, w_hh, b_hh, w_hr):
+    # xw holds b_ih only: b_hn sits inside r * (...), so b_hh goes to the fused op; w_hh as for the LSTM
+    h, _ = _fused_rnn.fused_gru_cell(xw, _fused_rnn.recurrent_product(h, *w_hh), h, None, b_hh)
     return h, None
 
 
@@ -195,7 +196,7 @@ class RNNBase(Module):
                 xw = F.linear(x.reshape(L * N, x._shape[2]), w_ih, b).reshape(L, N, w_ih._shape[0])
                 k = layer * num_directions + direction
                 if self.mode in ("LSTM", "GRU"):      # transposed once, not once per step
-                    w_hh = w_hh.t()
+                    w_hh = (w_hh, w_hh.detach().t().contiguous())
                 out, h, c = _run_direction(step, xw, hs[k], cs[k] if cs is not None else None, w_hh,
                                            b_hh if self.mode == "GRU" else None, w_hr, direction == 1, active)
                 outs.append(out)
@@ -515,7 +516,7 @@ class LSTMCell(RNNCellBase):
         xw = F.linear(x, self.weight_ih, self.bias_ih)
         if self.bias_hh is not None:
             xw = xw + self.bias_hh
-        h, c = _lstm_step(xw, h, c, self.weight_hh.t(), None, None)
+        h, c = _lstm_step(xw, h, c, (self.weight_hh, None), None, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -530,6 +531,6 @@ class GRUCell(RNNCellBase):
         dtype; shape errors as PyTorch's (matches torch.nn.GRUCell.forward).
         """
         x, (h,), batched = self._prepare(input, hx, 1)
-        h, _ = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, None, self.weight_hh.t(), self.bias_hh,
+        h, _ = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, None, (self.weight_hh, None), self.bias_hh,
                          None)
         return h if batched else h.squeeze(0)
