@@ -141,6 +141,15 @@ def _global_names(fn):
     return tuple(dict.fromkeys(n for n in names if isinstance(n, str)))
 
 
+_CONTAINERS = (tuple, list, dict)
+
+
+@functools.lru_cache(maxsize=64)
+def _flat_spec(n):
+    """``_flatten``'s spec of ``((a_1, ..., a_n), {})`` with no container among the a_i."""
+    return _flatten(((None,) * n, {}), [])
+
+
 def _flatten(obj, out):
     """Flatten tuples / lists / dicts of arguments into ``out``; returns the structure's spec."""
     if isinstance(obj, (tuple, list)):
@@ -269,8 +278,12 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         if _globally_disabled() or self.backend == "eager" or _capture.STATE.graph is not None or is_compiling():
             return self.fn(*args, **kwargs)      # (inside another capture: its kernels are that graph's)
-        leaves = []
-        spec = _flatten((args, kwargs), leaves)
+        if kwargs or any(isinstance(a, _CONTAINERS) for a in args):
+            leaves = []
+            spec = _flatten((args, kwargs), leaves)
+        else:                                    # the common call: flat positional arguments
+            leaves = list(args)
+            spec = _flat_spec(len(args))
         mods, opts = self._reached()
         params = self._params(mods, opts)
         try:

@@ -101,10 +101,13 @@ class Adam(Optimizer):
         def terms():
             lr = _value(group["lr"])
             decay = 1 - lr * wd
-            out = []
+            out, seen = [], {}
             for s in steps:
-                out.extend(_bias_terms(s.item(), lr, beta1, beta2))
-                out.append(decay)
+                step = s.item()
+                t = seen.get(step)
+                if t is None:        # (the parameters of a group usually share their step count)
+                    t = seen[step] = _bias_terms(step, lr, beta1, beta2) + (decay,)
+                out.extend(t)
             return out
         sc = _compile_scalars(self, ("adam", tuple(map(id, live))), terms, 3 * len(live))
         return {p: (sc[3 * i], sc[3 * i + 1], sc[3 * i + 2]) for i, p in enumerate(live)}

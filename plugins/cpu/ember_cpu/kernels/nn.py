@@ -201,7 +201,8 @@ def _plain_targets(x, target, weight, ignore_index):
     C = x.shape[1]
     if t.dtype != np.int64 or not t.size or 0 <= ignore_index < C:
         return None
-    return t if t.min() >= 0 and t.max() < C else None
+    # 0 <= t < C in one pass: a negative target is a huge number as uint64
+    return t if np.less(t.view(np.uint64), C).all() else None
 
 
 def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100, *, out):
