@@ -64,8 +64,8 @@ def sum_(self, dim=None, keepdim=False, *, dtype=None, out):
     cd = compute_np(_sum_dtype(self, dtype))
     a = _arr(self, cd)
     o = np_view(out)
-    if o.dtype == cd:               # straight into out (the same pairwise sums): no temporary to copy
-        np.sum(a, axis=_axes(a.ndim, dim), keepdims=keepdim, dtype=cd, out=o)
+    if o.dtype == cd:               # straight into out (np.sum's own pairwise sums, without its Python wrapper)
+        np.add.reduce(a, axis=_axes(a.ndim, dim), keepdims=keepdim, dtype=cd, out=o)
         return
     write(out, np.sum(a, axis=_axes(a.ndim, dim), keepdims=keepdim, dtype=cd))
 
