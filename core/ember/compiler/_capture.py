@@ -223,6 +223,19 @@ def host_scalars(fn, out):
     return out
 
 
+def host_fill(fn, out):
+    """Call ``fn(a)`` with ``a`` the host (numpy) array of the cpu tensor ``out``, for ``fn`` to fill it in place;
+    as one recorded node when this thread captures (a replay calls ``fn`` again), as ``host_scalars`` does for
+    a few numbers (for ember's own code: an optimizer's per-parameter step sizes spread over a flat buffer)."""
+    def run():
+        fn(out._host())
+    if STATE.graph is not None and not STATE.depth:
+        record_call(run, (), "host fill")
+    else:
+        run()
+    return out
+
+
 def host_read(tensor, value, what):
     """Called by ``Tensor._host`` / ``numpy`` while this thread captures (``value``: the numpy array read)."""
     st = STATE

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ember
 
 from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _hyper, _rdiv, _compiling, _compile_scalars
+from ..compiler._capture import host_fill
 
 __all__ = ["Adam"]
 
@@ -112,6 +113,92 @@ class Adam(Optimizer):
         sc = _compile_scalars(self, ("adam", tuple(map(id, live))), terms, 3 * len(live))
         return {p: (sc[3 * i], sc[3 * i + 1], sc[3 * i + 2]) for i, p in enumerate(live)}
 
+    def _flat_update(self, group, beta1, beta2, wd, eps, maximize, decoupled):
+        """ember.compile on the cpu: the group's whole update over flat buffers, step counts included, or False
+        (nothing done) when it does not apply - then the caller updates parameter by parameter.
+
+        The moments of the parameters are views of one flat buffer each (laid out here once; ``state`` keeps
+        per-parameter tensors, views now), the gradients are concatenated once, and the moment updates, the
+        denominator and the step run once over all elements, with each parameter's bias correction and step size
+        spread over its segment by one recorded host call (in the parameters' dtype, as the per-parameter update
+        rounds them); each parameter then gets one ``add_`` of its segment. Every element sees the operations of the
+        per-parameter update in the same order and dtype, so the values are the same bit for bit - numpy pays per
+        call, and a small model's step is mostly calls."""
+        live = [p for p in group["params"] if p._grad is not None]
+        if len(live) < 2 or group["amsgrad"]:
+            return False
+        p0 = live[0]
+        if p0._device.type != "cpu" or p0._dtype not in (ember.float32, ember.float64):
+            return False
+        for p in live:
+            if p._device != p0._device or p._dtype is not p0._dtype or p._layout.name != "strided" \
+                    or p._grad._layout.name != "strided" or p._grad._dtype is not p0._dtype:
+                return False
+        steps = []
+        for p in live:
+            st = self._init_state(p, False, False)
+            st["step"].add_(1)
+            steps.append(st["step"])
+        m, v, segments = self._flat_moments(live)
+        total = sum(n for _, n in segments)
+
+        def fill(a):      # a: [-step size per element, sqrt(bias correction 2) per element, decay]
+            lr = _value(group["lr"])
+            counts = [s.item() for s in steps]
+            if counts.count(counts[0]) == len(counts):      # (the usual case: one step count for the group)
+                a[:total], a[total:2 * total] = _bias_terms(counts[0], lr, beta1, beta2)
+            else:
+                for step, (off, n) in zip(counts, segments):
+                    a[off:off + n], a[total + off:total + off + n] = _bias_terms(step, lr, beta1, beta2)
+            a[2 * total] = 1 - lr * wd
+        flat = self.__dict__.setdefault("_flat_terms", {})
+        key = tuple(map(id, live))
+        buf = flat.get(key)
+        if buf is None or buf._shape != (2 * total + 1,) or buf._dtype is not p0._dtype:
+            buf = flat[key] = ember.empty(2 * total + 1, dtype=p0._dtype)
+        host_fill(fill, buf)
+        neg_step_size, bias_correction2_sqrt, decay = buf[:total], buf[total:2 * total], buf[2 * total]
+        g = ember.cat([p._grad.reshape(-1) for p in live])
+        if maximize:
+            g = -g
+        if wd != 0 and not decoupled:
+            g = g.add(ember.cat([p.detach().reshape(-1) for p in live]), alpha=wd)
+        m.lerp_(g, 1 - beta1)
+        v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
+        denom = v.sqrt().div_(bias_correction2_sqrt).add_(eps)
+        step = (m * neg_step_size).div_(denom)         # addcdiv_'s (value * t1) / t2, for every parameter
+        for p, (off, n) in zip(live, segments):
+            if wd != 0 and decoupled:
+                p.mul_(decay)
+            p.add_(step[off:off + n].view(p._shape))
+        return True
+
+    def _flat_moments(self, live):
+        """(exp_avg, exp_avg_sq, [(offset, numel)]): flat buffers whose segments are the parameters' moments in
+        ``state`` (copied in, and ``state`` pointed at the views, on first use or after the state was replaced)."""
+        store = self.__dict__.setdefault("_flat_adam", {})
+        key = tuple(map(id, live))
+        got = store.get(key)
+        state = self.state
+        if got is not None:
+            m, v, segments = got
+            if all(state[p]["exp_avg"]._storage is m._storage and state[p]["exp_avg_sq"]._storage is v._storage
+                   for p in live):
+                return got
+        segments, off = [], 0
+        for p in live:
+            segments.append((off, p.numel()))
+            off += p.numel()
+        p0 = live[0]
+        m = ember.cat([state[p]["exp_avg"].detach().reshape(-1) for p in live])
+        v = ember.cat([state[p]["exp_avg_sq"].detach().reshape(-1) for p in live])
+        for p, (o, n) in zip(live, segments):
+            state[p]["exp_avg"] = m[o:o + n].view(p._shape)
+            state[p]["exp_avg_sq"] = v[o:o + n].view(p._shape)
+        assert m._dtype is p0._dtype
+        store[key] = (m, v, segments)
+        return store[key]
+
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss (or None)."""
         loss = self._closure_loss(closure)
@@ -126,6 +213,8 @@ class Adam(Optimizer):
             wd, eps, amsgrad, maximize = group["weight_decay"], group["eps"], group["amsgrad"], group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
             if compiling:
+                if not differentiable and self._flat_update(group, beta1, beta2, wd, eps, maximize, decoupled):
+                    continue
                 terms = self._compile_terms(group, beta1, beta2, wd, amsgrad)
             for p in group["params"]:
                 g = p._grad

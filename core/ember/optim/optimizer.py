@@ -419,11 +419,11 @@ def _compiling() -> bool:
     return getattr(_COMPILING_STATE, "on", False)
 
 
-def _compile_scalars(opt, key, fn, n=None):
+def _compile_scalars(opt, key, fn, n=None, dtype=None):
     """A float64 cpu tensor holding the ``n`` numbers ``fn()`` returns for the update ``key`` names (a parameter,
     or any hashable key), filled through ``ember.compiler``'s recorded host call (a replay recomputes them). Kept
     on the optimizer, outside its state (``state_dict`` is unchanged). ``n`` None: as many as a first call of
-    ``fn`` returns."""
+    ``fn`` returns. ``dtype``: the tensor's dtype (default float64; the numbers are rounded to it)."""
     from ..compiler._capture import host_scalars
     from .._factory import empty_on
     from .. import _dtype as D
@@ -431,7 +431,7 @@ def _compile_scalars(opt, key, fn, n=None):
     store = opt.__dict__.setdefault("_compiled_scalars", {})
     out = store.get(key)
     if out is None or (n is not None and out._shape != (n,)):
-        out = store[key] = empty_on((len(fn()) if n is None else n,), D.float64, _device("cpu"))
+        out = store[key] = empty_on((len(fn()) if n is None else n,), dtype or D.float64, _device("cpu"))
     return host_scalars(fn, out)
 
 
