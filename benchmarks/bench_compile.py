@@ -23,7 +23,8 @@ needs a C++ compiler); where it fails its column reads n/a with the reason.
 ember compiled without fusion (``ember.compiler.config.fusion = False``) and compiled with the device's
 fuser, with the kernel launches per step of each compiled graph (``ember.profiler.compiled_graphs()``);
 every round ends with the device synchronized. ``--optim sgd|adam`` replaces the mlp's optimizer
-(SGD: momentum 0.9). ``--memory-plan`` prints, per model, what memory planning packed (the intermediates'
+(SGD: momentum 0.9). ``--profile`` times each recorded call of the compiled step's replay and sums them per
+kernel (where the time goes). ``--memory-plan`` prints, per model, what memory planning packed (the intermediates'
 storages and bytes, the buffers they share) and the compiled step with planning off and on, timed in
 alternating rounds.
 """
@@ -197,6 +198,38 @@ def memory_plan_table(args) -> int:
     return 0
 
 
+def profile_table(args) -> int:
+    """Per model: each recorded call of the compiled step's replay timed alone, summed per kernel name (µs per
+    step), largest first; then the sum of the calls and the whole compiled step, both µs per step."""
+    import ember
+    for kind in args.only.split(","):
+        step, x, y = build(ember, kind)
+        cstep = ember.compile(step)
+        first_calls(cstep, x, y)
+        entry = max((e for e in cstep._compiled.entries.values() if e.program is not None), key=lambda e: e.replays)
+        names = [getattr(fn, "__qualname__", type(fn).__name__).replace(".<locals>", "") for fn, _, _ in entry.program]
+        spent = [0.0] * len(entry.bound)
+        clock = time.perf_counter
+        for _ in range(args.steps):
+            for i, call in enumerate(entry.bound):
+                t0 = clock()
+                call()
+                spent[i] += clock() - t0
+        per = {}
+        for name, t in zip(names, spent):
+            n, total = per.get(name, (0, 0.0))
+            per[name] = (n + 1, total + t)
+        whole = per_step(cstep, x, y, args.steps, 1)
+        print(f"\n{kind}: {len(entry.bound)} calls per step")
+        print(f"{'kernel':44s} {'calls':>5s} {'us / step':>10s} {'us / call':>10s}")
+        for name, (n, total) in sorted(per.items(), key=lambda kv: -kv[1][1]):
+            us = total / args.steps * 1e6
+            print(f"{name[:44]:44s} {n:5d} {us:10.1f} {us / n:10.2f}")
+        print(f"{'sum of the calls':44s} {'':5s} {sum(spent) / args.steps * 1e6:10.1f}")
+        print(f"{'the compiled step (guards, copies included)':44s} {'':5s} {whole * 1e6:10.1f}")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--threads", type=int, default=None, help="numpy / torch threads (default: the libraries')")
@@ -206,6 +239,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-torch-compile", action="store_true", help="skip torch.compile (it takes seconds per model)")
     p.add_argument("--device", default=None, help="an ember device (e.g. opencl): eager / compiled / fused there")
     p.add_argument("--optim", choices=("adam", "sgd"), default=None, help="the mlp's optimizer (default adam)")
+    p.add_argument("--profile", action="store_true", help="instead: per model, the compiled step's recorded calls "
+                   "timed one by one over --steps replays, summed per kernel (where a replay's time goes)")
     p.add_argument("--memory-plan", action="store_true", help="instead: per model, the memory plan (intermediates "
                    "before -> after) and compiled steps with planning off / on, timed in alternating rounds")
     args = p.parse_args(argv)
@@ -216,6 +251,8 @@ def main(argv=None) -> int:
         return device_table(args)
     if args.memory_plan:
         return memory_plan_table(args)
+    if args.profile:
+        return profile_table(args)
     import ember
     try:
         import torch
