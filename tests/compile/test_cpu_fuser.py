@@ -100,19 +100,30 @@ def test_runs_it_cannot_reproduce_are_declined_and_replayed_plainly(case):
     assert row["fused_kernels"] == 0 and row["kernel_launches"] == row["kernel_calls"], row
 
 
+def _same_moments(m1, o1, m2, o2):
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        for k in ("step", "exp_avg", "exp_avg_sq"):
+            _same(o1.state[p][k], o2.state[q][k])
+
+
+def _adam_compiled_and_eager(dtype, steps, **kw):
+    """The MLP step with Adam(**kw) compiled and eager side by side for ``steps`` batches: losses, parameters,
+    .grad, versions and the optimizer's state equal bit for bit; returns the compiled step."""
+    m1, o1, eager = mlp_step(opt="Adam", dtype=dtype, **kw)
+    m2, o2, step = mlp_step(opt="Adam", dtype=dtype, **kw)
+    c = ember.compile(step)
+    for x, y in batches(steps, dtype=dtype):
+        _same(c(x, y), eager(x, y).detach())
+        assert_same_state(m1, m2)
+    _same_moments(m1, o1, m2, o2)
+    return c
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_an_adam_step_replays_bit_identical_with_its_runs_fused(dtype):
     """The MLP step with Adam: its flat update and the step counts are fused; parameters, .grad, optimizer state
     and version counters after each replay are eager's, bit for bit."""
-    m1, o1, eager = mlp_step(opt="Adam", dtype=dtype)
-    m2, o2, step = mlp_step(opt="Adam", dtype=dtype)
-    c = ember.compile(step)
-    for x, y in batches(6, dtype=dtype):
-        _same(c(x, y), eager(x, y).detach())
-        assert_same_state(m1, m2)
-    for p, q in zip(m1.parameters(), m2.parameters()):
-        for k in ("step", "exp_avg", "exp_avg_sq"):
-            _same(o1.state[p][k], o2.state[q][k])
+    c = _adam_compiled_and_eager(dtype, 6)
     row = [r for r in c._compiled.info() if r["replays"]][0]
     # the step counts, and the flat moment updates over all four parameters (Adam._flat_update)
     assert row["fused_kernels"] >= 2, row
@@ -123,15 +134,7 @@ def test_an_adam_step_replays_bit_identical_with_its_runs_fused(dtype):
                          ids=["L2", "maximize", "AdamW"])
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 def test_adam_flat_update_matches_eager_with_its_options(kw, dtype):
-    m1, o1, eager = mlp_step(opt="Adam", dtype=dtype, **kw)
-    m2, o2, step = mlp_step(opt="Adam", dtype=dtype, **kw)
-    c = ember.compile(step)
-    for x, y in batches(5, dtype=dtype):
-        _same(c(x, y), eager(x, y).detach())
-        assert_same_state(m1, m2)
-    for p, q in zip(m1.parameters(), m2.parameters()):
-        for k in ("step", "exp_avg", "exp_avg_sq"):
-            _same(o1.state[p][k], o2.state[q][k])
+    _adam_compiled_and_eager(dtype, 5, **kw)
 
 
 def test_adam_flat_update_with_step_counts_that_differ_and_a_reloaded_state():
@@ -166,6 +169,4 @@ def test_adam_flat_update_with_step_counts_that_differ_and_a_reloaded_state():
         _same(c(x, y, freeze), eager(x, y, freeze).detach())
         assert_same_state(m1, m2)
     assert o1.state[m1[0].bias]["step"].item() == 7 and o1.state[m1[0].weight]["step"].item() == 10
-    for p, q in zip(m1.parameters(), m2.parameters()):
-        for k in ("step", "exp_avg", "exp_avg_sq"):
-            _same(o1.state[p][k], o2.state[q][k])
+    _same_moments(m1, o1, m2, o2)
