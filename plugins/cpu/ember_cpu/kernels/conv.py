@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ._util import FLOAT, compute_np, np_view
+from ._util import FLOAT, compute_np, np_view, transposed
 
 
 def _arr(t, cd):
@@ -29,7 +29,7 @@ def _columns(x, kh, kw, oh, ow, stride, padding, dilation):
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     N, C, H, W = x.shape
     xp = np.zeros((C, H + 2 * ph, W + 2 * pw, N), x.dtype)
-    xp[:, ph:ph + H, pw:pw + W] = x.transpose(1, 2, 3, 0)
+    xp[:, ph:ph + H, pw:pw + W] = transposed(x.reshape(N, C * H * W)).reshape(C, H, W, N)
     s0, s1, s2, s3 = xp.strides
     v = as_strided(xp, (C, kh, kw, oh, ow, N), (s0, s1 * dh, s2 * dw, s1 * sh, s2 * sw, s3), writeable=False)
     return np.ascontiguousarray(v).reshape(C * kh * kw, oh * ow * N)
@@ -38,7 +38,7 @@ def _columns(x, kh, kw, oh, ow, stride, padding, dilation):
 def _grad_matrix(g):
     """grad_output (N, O, oh, ow) as an (O, oh * ow * N) matrix, the columns' order."""
     N, O, oh, ow = g.shape
-    return np.ascontiguousarray(g.transpose(1, 2, 3, 0)).reshape(O, oh * ow * N)
+    return transposed(g.reshape(N, O * oh * ow)).reshape(O, oh * ow * N)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, *, out):
@@ -81,6 +81,14 @@ def conv2d_backward_input(grad_output, weight, input_size, stride, padding, dila
     Cg, kh, kw = w.shape[1:]
     C, H, W = (int(s) for s in input_size[1:])
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    if (sh, sw, dh, dw, groups) == (1, 1, 1, 1, 1) and ph < kh and pw < kw and N * C * H * W:
+        # stride 1: the gradient is the full correlation of grad_output with the flipped kernel - one im2col
+        # and one GEMM, where the block adds below are kh * kw passes over the input (CNN step: 325 -> ~220 µs)
+        cols = _columns(g, kh, kw, H, W, (1, 1), (kh - 1 - ph, kw - 1 - pw), (1, 1))      # (O kh kw, H W N)
+        wf = np.ascontiguousarray(w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3)).reshape(C, O * kh * kw)
+        r = wf @ cols                                                                      # (C, H W N)
+        np.copyto(np_view(out), r.reshape(C, H, W, N).transpose(3, 0, 1, 2), casting="unsafe")
+        return
     gm = _grad_matrix(g)                                                         # (O, M)
     wm = w.reshape(O, Cg * kh * kw)
     if groups == 1:
