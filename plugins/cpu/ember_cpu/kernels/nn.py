@@ -14,7 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ember._ops._nn import blocks
 
-from ._util import ALL, FLOAT, LOWP, compute_np, np_view, write
+from ._util import ALL, FLOAT, LOWP, compute_np, np_view, transposed, write
 
 _ALL_NUMERIC = [d for d in ALL if not d.is_complex and d.name != "bool"]
 
@@ -349,8 +349,11 @@ def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
     Wp = max(W + 2 * pw, (ow - 1) * sw + (kw - 1) * dw + 1)
     # batch-last padded planes (Hp, Wp, N * C): every window offset is then an (oh, ow, N * C) view whose
     # rows run over N * C contiguous elements (numpy pays per inner loop; H and W are small, N * C is not)
-    xt = np.full((Hp, Wp, NC), _lowest(np.dtype(cd)), cd)
-    xt[ph:ph + H, pw:pw + W] = x.reshape(NC, H, W).transpose(1, 2, 0)
+    if (Hp, Wp) == (H, W) and x.dtype == cd:          # no padding: the planes as they are, batch-last
+        xt = transposed(x.reshape(NC, H * W)).reshape(H, W, NC)
+    else:
+        xt = np.full((Hp, Wp, NC), _lowest(np.dtype(cd)), cd)
+        xt[ph:ph + H, pw:pw + W] = x.reshape(NC, H, W).transpose(1, 2, 0)
     nan = cd.kind == "f" and bool(np.isnan(x).any())
 
     def window(i, j):
