@@ -214,25 +214,16 @@ def host_scalars(fn, out):
     """Store the Python numbers ``fn()`` returns in ``out`` (a float64 cpu tensor), as one recorded node when this
     thread captures: a replay calls ``fn`` again. For ember's own code that computes step sizes on the host from
     tensor state (an optimizer's bias corrections): the replay gets the same numbers, bit for bit, as eager code."""
-    def run():
-        out._host()[...] = fn()
-    if STATE.graph is not None and not STATE.depth:
-        record_call(run, (), "host scalars")
-    else:
-        run()
-    return out
+    def store(a):
+        a[...] = fn()
+    return host_fill(store, out)
 
 
 def host_fill(fn, out):
     """Call ``fn(a)`` with ``a`` the host (numpy) array of the cpu tensor ``out``, for ``fn`` to fill it in place;
-    as one recorded node when this thread captures (a replay calls ``fn`` again), as ``host_scalars`` does for
-    a few numbers (for ember's own code: an optimizer's per-parameter step sizes spread over a flat buffer)."""
-    def run():
-        fn(out._host())
-    if STATE.graph is not None and not STATE.depth:
-        record_call(run, (), "host fill")
-    else:
-        run()
+    as one recorded node when this thread captures (a replay calls ``fn`` again), else at once. For ember's own
+    code (an optimizer's step sizes: ``host_scalars``, or spread over a flat buffer); returns ``out``."""
+    record_call(lambda: fn(out._host()), (), "host fill")     # (runs it at once outside a capture)
     return out
 
 

@@ -33,7 +33,7 @@ from . import _capture, _fusion, _memplan, _split
 from ._capture import GraphMismatch
 from .. import _dtype as _D
 from .._grad_state import STATE as _GS
-from .._factory import empty_on
+from .._factory import contiguous_strides, empty_on
 from .._ops._copy import _copy_impl
 from .._tensor import Tensor
 
@@ -112,7 +112,6 @@ def _copy_kernel(t):
 def _output_entry(t):
     """How a replay returns the graph's tensor ``t``: copied into a new contiguous tensor by the device's kernel,
     or (another layout, a view with gaps, no native kernel) through ``detach().clone()``."""
-    from .._factory import contiguous_strides
     copy = _copy_kernel(t) if t._offset == 0 and t._stride == contiguous_strides(t._shape)[1] else None
     return ("copy", (t, copy)) if copy is not None else ("tensor", t)
 

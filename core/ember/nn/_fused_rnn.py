@@ -328,11 +328,13 @@ class _RecurrentProduct(Function):
 
     @staticmethod
     def forward(ctx, h, w, w_t):
+        """h (N, H) @ w_t (H, G) -> (N, G); saves h and w for the backward."""
         ctx.save_for_backward(h, w)
         return h.matmul(w_t)
 
     @staticmethod
     def backward(ctx, grad):
+        """(grad @ w, grad.T @ h, None): the gradients of h and w; w_t (untracked) gets none."""
         h, w = ctx.saved_tensors
         return grad.matmul(w), grad.t().matmul(h), None
 

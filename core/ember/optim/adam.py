@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import ember
 
-from .optimizer import Optimizer, _value, _step_tensor, _check_capturable, _hyper, _rdiv, _compiling, _compile_scalars
+from .optimizer import (Optimizer, _value, _step_tensor, _check_capturable, _hyper, _rdiv, _compiling,
+                        _compile_buffer, _compile_scalars)
 from ..compiler._capture import host_fill
 
 __all__ = ["Adam"]
@@ -86,6 +87,16 @@ class Adam(Optimizer):
                 st["max_exp_avg_sq"] = ember.zeros_like(p)
         return st
 
+    def _count_steps(self, live, amsgrad):
+        """ember.compile: every parameter of ``live`` counts its step (state created first), before any update;
+        returns their step tensors (0-dim, cpu)."""
+        steps = []
+        for p in live:
+            st = self._init_state(p, False, amsgrad)
+            st["step"].add_(1)
+            steps.append(st["step"])
+        return steps
+
     def _compile_terms(self, group, beta1, beta2, wd, amsgrad):
         """ember.compile: count the step of every parameter of ``group`` that has a gradient, then compute their
         (-step size, sqrt of the second bias correction, decay factor) on the host in one recorded call that
@@ -93,11 +104,7 @@ class Adam(Optimizer):
         for bit as eagerly); returns {parameter: (three 0-dim float64 cpu tensors)}. One call and one fused run
         of step increments per group instead of two calls per parameter."""
         live = [p for p in group["params"] if p._grad is not None]
-        steps = []
-        for p in live:
-            st = self._init_state(p, False, amsgrad)
-            st["step"].add_(1)
-            steps.append(st["step"])
+        steps = self._count_steps(live, amsgrad)
 
         def terms():
             lr = _value(group["lr"])
@@ -134,12 +141,9 @@ class Adam(Optimizer):
             if p._device != p0._device or p._dtype is not p0._dtype or p._layout.name != "strided" \
                     or p._grad._layout.name != "strided" or p._grad._dtype is not p0._dtype:
                 return False
-        steps = []
-        for p in live:
-            st = self._init_state(p, False, False)
-            st["step"].add_(1)
-            steps.append(st["step"])
-        m, v, segments = self._flat_moments(live)
+        steps = self._count_steps(live, False)
+        key = tuple(map(id, live))
+        m, v, segments = self._flat_moments(live, key)
         total = sum(n for _, n in segments)
 
         def fill(a):      # a: [-step size per element, sqrt(bias correction 2) per element, decay]
@@ -151,12 +155,7 @@ class Adam(Optimizer):
                 for step, (off, n) in zip(counts, segments):
                     a[off:off + n], a[total + off:total + off + n] = _bias_terms(step, lr, beta1, beta2)
             a[2 * total] = 1 - lr * wd
-        flat = self.__dict__.setdefault("_flat_terms", {})
-        key = tuple(map(id, live))
-        buf = flat.get(key)
-        if buf is None or buf._shape != (2 * total + 1,) or buf._dtype is not p0._dtype:
-            buf = flat[key] = ember.empty(2 * total + 1, dtype=p0._dtype)
-        host_fill(fill, buf)
+        buf = host_fill(fill, _compile_buffer(self, ("adam-flat", key), 2 * total + 1, p0._dtype))
         neg_step_size, bias_correction2_sqrt, decay = buf[:total], buf[total:2 * total], buf[2 * total]
         g = ember.cat([p._grad.reshape(-1) for p in live])
         if maximize:
@@ -173,11 +172,11 @@ class Adam(Optimizer):
             p.add_(step[off:off + n].view(p._shape))
         return True
 
-    def _flat_moments(self, live):
-        """(exp_avg, exp_avg_sq, [(offset, numel)]): flat buffers whose segments are the parameters' moments in
-        ``state`` (copied in, and ``state`` pointed at the views, on first use or after the state was replaced)."""
+    def _flat_moments(self, live, key):
+        """(exp_avg, exp_avg_sq, [(offset, numel)]): flat buffers whose segments are the moments in ``state`` of the
+        parameters ``live`` (``key``: their ids), copied in and ``state`` pointed at the views on first use or after
+        the state was replaced."""
         store = self.__dict__.setdefault("_flat_adam", {})
-        key = tuple(map(id, live))
         got = store.get(key)
         state = self.state
         if got is not None:
@@ -189,13 +188,11 @@ class Adam(Optimizer):
         for p in live:
             segments.append((off, p.numel()))
             off += p.numel()
-        p0 = live[0]
         m = ember.cat([state[p]["exp_avg"].detach().reshape(-1) for p in live])
         v = ember.cat([state[p]["exp_avg_sq"].detach().reshape(-1) for p in live])
         for p, (o, n) in zip(live, segments):
             state[p]["exp_avg"] = m[o:o + n].view(p._shape)
             state[p]["exp_avg_sq"] = v[o:o + n].view(p._shape)
-        assert m._dtype is p0._dtype
         store[key] = (m, v, segments)
         return store[key]
 

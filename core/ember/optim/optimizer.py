@@ -419,20 +419,29 @@ def _compiling() -> bool:
     return getattr(_COMPILING_STATE, "on", False)
 
 
-def _compile_scalars(opt, key, fn, n=None, dtype=None):
-    """A float64 cpu tensor holding the ``n`` numbers ``fn()`` returns for the update ``key`` names (a parameter,
-    or any hashable key), filled through ``ember.compiler``'s recorded host call (a replay recomputes them). Kept
-    on the optimizer, outside its state (``state_dict`` is unchanged). ``n`` None: as many as a first call of
-    ``fn`` returns. ``dtype``: the tensor's dtype (default float64; the numbers are rounded to it)."""
-    from ..compiler._capture import host_scalars
+def _compile_buffer(opt, key, n, dtype):
+    """The cpu tensor of ``n`` elements of ``dtype`` that ember.compile's recorded host calls fill for the update
+    ``key`` names (a parameter, or any hashable key); made on first use or when its size or dtype changed. Kept on
+    the optimizer, outside its state (``state_dict`` is unchanged)."""
     from .._factory import empty_on
-    from .. import _dtype as D
     from .._device import device as _device
     store = opt.__dict__.setdefault("_compiled_scalars", {})
     out = store.get(key)
-    if out is None or (n is not None and out._shape != (n,)):
-        out = store[key] = empty_on((len(fn()) if n is None else n,), dtype or D.float64, _device("cpu"))
-    return host_scalars(fn, out)
+    if out is None or out._shape != (n,) or out._dtype is not dtype:
+        out = store[key] = empty_on((n,), dtype, _device("cpu"))
+    return out
+
+
+def _compile_scalars(opt, key, fn, n=None):
+    """A float64 cpu tensor holding the ``n`` numbers ``fn()`` returns for the update ``key`` names (a parameter,
+    or any hashable key), filled through ``ember.compiler``'s recorded host call (a replay recomputes them).
+    ``n`` None: as many as a first call of ``fn`` returns."""
+    from ..compiler._capture import host_scalars
+    from .. import _dtype as D
+    out = opt.__dict__.get("_compiled_scalars", {}).get(key)
+    if n is None:                    # (sized by a first call of fn: how many numbers it returns)
+        n = out._shape[0] if out is not None and out._dtype is D.float64 else len(fn())
+    return host_scalars(fn, _compile_buffer(opt, key, n, D.float64))
 
 
 def _check_capturable(param, *state, what="params and state_steps"):

@@ -31,6 +31,7 @@ constants, which are arguments of the function that builds ``fused``).
 from __future__ import annotations
 
 import numpy as np
+from ember.compiler._fusion import Constant
 
 from ._runtime import np_view
 from .kernels import elementwise as ew
@@ -66,29 +67,33 @@ class _Writer:
         self.quiet = True
 
     def dtype(self, i):
+        """The numpy dtype of slot ``i``."""
         return self.sub.slots[i].dtype.numpy_dtype
 
     def shape(self, i):
+        """The shape of slot ``i``'s array: () for a 0-dim (scalar) slot, else the run's."""
         return () if self.sub.slots[i].scalar else self.sub.shape
 
     def fn(self, f, name):
+        """The name under which the generated code calls ``f`` (bound in its namespace as ``f_<name>``)."""
         key = f"f_{name}"
         self.env[key] = f
         return key
 
     def const(self, value):
+        """The name of a new constant of the generated function (an argument of its ``make``) holding ``value``."""
         self.consts.append(value)
         return f"k{len(self.consts) - 1}"
 
     def slot(self, x):
-        from ember.compiler._fusion import Constant
+        """Operand ``x`` as a slot index; a Python number there is a path the fuser does not take (_Decline)."""
         if isinstance(x, Constant):
             raise _Decline
         return x
 
     # ---------------------------------------------------------------- one node, as its eager kernel computes it
     def node(self, n):
-        from ember.compiler._fusion import Constant
+        """Append the source line of node ``n`` (a ``FusedNode``) as its eager kernel computes it, or _Decline."""
         op, o = n.op, n.out
         od = self.dtype(o)
         if od in LOWP:
@@ -135,7 +140,6 @@ class _Writer:
 
     def binary(self, n, od):
         """The path ``elementwise.make_binary``'s kernel takes, or decline."""
-        from ember.compiler._fusion import Constant
         op, o = n.op, n.out
         f = self.fn(ew.BINARY[op], op)
         x, y = self.slot(n.inputs[0]), n.inputs[1]
@@ -180,6 +184,7 @@ class _Writer:
         self.quiet &= not warns
 
     def source(self):
+        """The generated module's source: ``make(k0, ...)`` returning ``fused(t0, ...)`` over the slots' tensors."""
         n = len(self.sub.slots)
         args = ", ".join(f"t{i}" for i in range(n))
         lines = [f"def make({', '.join(f'k{i}' for i in range(len(self.consts)))}):",
