@@ -36,3 +36,60 @@ def batches(n=5, dtype=ember.float64, seed=1):
     g = ember.Generator().manual_seed(seed)
     return [(ember.randn(12, 8, generator=g, dtype=dtype), ember.randint(0, 3, (12,), generator=g))
             for _ in range(n)]
+
+
+def graph_row(compiled):
+    """The profiler row of the one graph of ``compiled`` that replayed."""
+    rows = [r for r in compiled._compiled.info() if r["replays"]]
+    assert len(rows) == 1, compiled._compiled.info()
+    return rows[0]
+
+
+def device_mlp(dev, optim, dtype=ember.float32):
+    """(model, step): the benchmark's MLP 64-128-10 on ``dev`` with Adam (lr 1e-3) or SGD (lr 0.1, momentum 0.9);
+    ``step(x, y)`` runs zero_grad, forward, cross entropy, backward and the optimizer step (``step.opt``)."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)).to(device=dev, dtype=dtype)
+    opt = (ember.optim.Adam(model.parameters(), lr=1e-3) if optim == "adam"
+           else ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    step.opt = opt
+    return model, step
+
+
+def same_values(a, b, rtol):
+    """Whether two tensors (on any devices) are equal bit for bit (``rtol=0``) or within ``rtol`` and ``atol=rtol``."""
+    a, b = a.detach().cpu(), b.detach().cpu()
+    if rtol == 0:
+        return bool(ember.equal(a, b))
+    return bool(ember.allclose(a, b, rtol=rtol, atol=rtol))
+
+
+def compare_device_mlp(dev, optim, dtype=ember.float32, steps=6, rtol=0):
+    """Compiled and eager steps side by side: loss, parameters, .grad and optimizer state after every step,
+    bit for bit (``rtol=0``) or within ``rtol``."""
+    m1, eager = device_mlp(dev, optim, dtype)
+    m2, step = device_mlp(dev, optim, dtype)
+    c = ember.compile(step)
+    g = ember.Generator().manual_seed(5)
+    for _ in range(steps):
+        x = ember.randn(64, 64, generator=g, dtype=dtype).to(dev)
+        y = ember.randint(0, 10, (64,), generator=g).to(dev)
+        assert same_values(c(x, y), eager(x, y), rtol)
+        for p, q in zip(m1.parameters(), m2.parameters()):
+            assert same_values(p, q, rtol)
+            assert same_values(p.grad, q.grad, rtol)
+            if optim == "sgd" and rtol == 0:   # (Adam's capturable path under compile writes a parameter once)
+                assert p._version == q._version
+            s1, s2 = eager.opt.state[p], step.opt.state[q]
+            assert sorted(s1) == sorted(s2)
+            for k in s1:
+                if isinstance(s1[k], ember.Tensor):
+                    assert same_values(s1[k].to(s2[k].dtype), s2[k], rtol), k
+    return graph_row(c)

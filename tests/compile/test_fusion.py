@@ -20,6 +20,8 @@ import ember.nn as nn
 from ember import _registry
 from ember.compiler import _fusion
 
+from _compile_steps import compare_device_mlp as _compare_mlp, graph_row as _graph_row
+
 
 # ---------------------------------------------------------------- a reference fuser (numpy)
 def _np_op(op, xs, scalars):
@@ -82,12 +84,6 @@ def cpu_fuser():
         yield f
     finally:
         undo()
-
-
-def _graph_row(compiled):
-    rows = [r for r in compiled._compiled.info() if r["replays"]]
-    assert len(rows) == 1, compiled._compiled.info()
-    return rows[0]
 
 
 # ---------------------------------------------------------------- the contract, on the cpu
@@ -338,53 +334,6 @@ def test_register_fuser_errors():
 
 
 # ---------------------------------------------------------------- devices
-def _device_mlp(dev, optim, dtype=ember.float32):
-    ember.manual_seed(0)
-    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)).to(device=dev, dtype=dtype)
-    opt = (ember.optim.Adam(model.parameters(), lr=1e-3) if optim == "adam"
-           else ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    step.opt = opt
-    return model, step
-
-
-def _same(a, b, rtol):
-    a, b = a.detach().cpu(), b.detach().cpu()
-    if rtol == 0:
-        return bool(ember.equal(a, b))
-    return bool(ember.allclose(a, b, rtol=rtol, atol=rtol))
-
-
-def _compare_mlp(dev, optim, dtype=ember.float32, steps=6, rtol=0):
-    """Compiled and eager steps side by side: loss, parameters, .grad and optimizer state after every step,
-    bit for bit (``rtol=0``) or within ``rtol``."""
-    m1, eager = _device_mlp(dev, optim, dtype)
-    m2, step = _device_mlp(dev, optim, dtype)
-    c = ember.compile(step)
-    g = ember.Generator().manual_seed(5)
-    for _ in range(steps):
-        x = ember.randn(64, 64, generator=g, dtype=dtype).to(dev)
-        y = ember.randint(0, 10, (64,), generator=g).to(dev)
-        assert _same(c(x, y), eager(x, y), rtol)
-        for p, q in zip(m1.parameters(), m2.parameters()):
-            assert _same(p, q, rtol)
-            assert _same(p.grad, q.grad, rtol)
-            if optim == "sgd" and rtol == 0:   # (Adam's capturable path under compile writes a parameter once)
-                assert p._version == q._version
-            s1, s2 = eager.opt.state[p], step.opt.state[q]
-            assert sorted(s1) == sorted(s2)
-            for k in s1:
-                if isinstance(s1[k], ember.Tensor):
-                    assert _same(s1[k].to(s2[k].dtype), s2[k], rtol), k
-    return _graph_row(c)
-
-
 def test_vdev_has_no_fuser_and_replays_plainly():
     pytest.importorskip("ember_vdev")
     assert _fusion.find_fuser("vdev") is None

@@ -25,7 +25,7 @@ import scipy.special
 
 _ALLOCS = {}          # base pointer -> numpy uint8 buffer ("device" memory and pinned memory)
 _PINNED = set()       # base pointers of pinned allocations
-_STATE = {"device": 0, "count": 1, "mallocs": 0, "frees": 0, "allocator": None}
+_STATE = {"device": 0, "count": 1, "mallocs": 0, "frees": 0, "allocator": None, "fused": {}}
 _streams = {}         # device -> current stream
 
 
@@ -288,6 +288,19 @@ def set_allocator(f):
     _STATE["allocator"] = f
 
 
+def fuse(*args, kernel_name=None):
+    """cupy.fuse as it treats numpy arrays: the function runs as its calls; the names of the kernels that would be
+    compiled, and their calls, are counted in ``_STATE["fused"]``."""
+    def decorate(fn):
+        _STATE["fused"].setdefault(kernel_name or fn.__name__, 0)
+
+        def run(*a, **k):
+            _STATE["fused"][kernel_name or fn.__name__] += 1
+            return fn(*a, **k)
+        return run
+    return decorate(args[0]) if args else decorate
+
+
 def install(n_devices=2):
     """Put the fake modules into sys.modules (call before ember loads its plugins)."""
     _STATE["count"] = n_devices
@@ -300,6 +313,7 @@ def install(n_devices=2):
     def from_dlpack(obj, **kw):
         return _wrap(np.from_dlpack(obj))
     cp.from_dlpack = from_dlpack
+    cp.fuse = fuse
     cuda = types.ModuleType("cupy.cuda")
     memory = types.ModuleType("cupy.cuda.memory")
     memory.UnownedMemory, memory.MemoryPointer = UnownedMemory, MemoryPointer

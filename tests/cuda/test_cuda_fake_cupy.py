@@ -148,6 +148,14 @@ SCRIPT = textwrap.dedent(r'''
         step()
     check(ember.cuda.memory_stats()["num_device_alloc"] == before, "raw allocations after warm-up")
 
+    # ember.compile's fuser: runs become cupy.fuse kernels, called once per replayed run; values are eager's
+    import os
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "compile"))
+    from _compile_steps import compare_device_mlp
+    row = compare_device_mlp("cuda", "adam", steps=4)
+    check(row["fused_kernels"] >= 4 and row["kernel_launches"] < row["kernel_calls"], row)
+    check(fake._STATE["fused"] and all(n > 0 for n in fake._STATE["fused"].values()), fake._STATE["fused"])
+
     # the conformance suite, device checks included (streams, events, pinned memory are declared)
     from ember.testing.conformance._main import run_conformance
     from ember.testing.conformance._report import render_text

@@ -5,6 +5,7 @@
 - ``_streams.py``  - ``Stream``, ``Event``, ``current_stream``, ``default_stream``, ``stream(s)``;
 - ``_backend.py``  - cupy views of ember's memory (and the numpy twin used by the host emulation);
 - ``kernels.py``   - the kernels, written once against the array module;
+- ``fused.py``     - the fuser of ``ember.compile``: a run of elementwise nodes as one ``cupy.fuse`` kernel;
 - ``_philox.py``   - the Philox4x32-10 generator;
 - ``_emulation.py``- device type ``cuda_emu``: the same kernels on numpy, for testing without a GPU;
 - this file        - the manifest and the registration hook.
@@ -66,10 +67,11 @@ def _nccl_available():
 def ember_register(registry):
     """Register the "cuda" device type (caching allocator over cudaMalloc) and the kernels. No fallback:
     an op without kernel or composite raises the dispatcher's NotImplementedError."""
-    from . import kernels
+    from . import fused, kernels
     from ._runtime import RUNTIME
     registry.register_device_type("cuda", RUNTIME, caching_allocator=True)
     kernels.register(registry.library("ember_cuda"), "cuda", _cupy_backend)
+    registry.register_fuser("cuda", fused.make_fuser(_cupy_backend, "cuda"))   # ember.compile: cupy.fuse per run
     # ember.distributed's "nccl" backend (cupy.cuda.nccl), imported when a process group uses it
     registry.register_collective_backend("nccl", _nccl_create, devices=["cuda"], is_available=_nccl_available)
     if _emulate():

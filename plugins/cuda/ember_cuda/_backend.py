@@ -86,6 +86,11 @@ class ArrayBackend:
     def synchronize(self):
         """Wait for the kernels queued on the current stream (a no-op on the host)."""
 
+    def fuse(self, fn, name):
+        """``fn`` (a function of array calls, ``fused.py``) compiled into one kernel named ``name``. Here: ``fn``
+        itself, run as its calls - what ``cupy.fuse`` does with a fused function given numpy arrays."""
+        return fn
+
 
 class HostBackend(ArrayBackend):
     """numpy over host memory: the emulation that runs the kernel logic without a GPU (tests only)."""
@@ -197,6 +202,10 @@ class CupyBackend(ArrayBackend):
             cupyx.scatter_add(work.view(cp.uint64), coords, values.view(cp.uint64))
         else:
             cupyx.scatter_add(work, coords, values)
+
+    def fuse(self, fn, name):
+        """``cupy.fuse(kernel_name=name)(fn)``: one CUDA kernel per argument dtypes, compiled on its first call."""
+        return self._cupy.fuse(kernel_name=name)(fn)
 
     def synchronize(self):
         """Wait for cupy's current stream."""

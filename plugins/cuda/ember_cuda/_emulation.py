@@ -191,6 +191,7 @@ def ember_register(registry):
 def register_into(registry):
     """Register cuda_emu and its kernels through ``registry`` (of this module, or of ember-cuda itself
     with ``EMBER_CUDA_EMULATE=1``)."""
-    from . import kernels
+    from . import fused, kernels
     registry.register_device_type(NAME, RUNTIME, caching_allocator=True)
     kernels.register(registry.library("ember_cuda_emu"), NAME, _host_backend)
+    registry.register_fuser(NAME, fused.make_fuser(_host_backend, NAME))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import types
 import warnings
 
 import ember
@@ -44,6 +45,76 @@ FLOAT_REAL = frozenset(FLOATING)
 def compute_np(d) -> np.dtype:
     """The numpy dtype ember dtype ``d`` computes in (float16 / bfloat16 -> float32)."""
     return np.dtype(np.float32) if d in LOWP else d.numpy_dtype
+
+
+def elementwise_functions(B) -> types.SimpleNamespace:
+    """The array functions the elementwise kernels over backend ``B`` call, made once per backend (the fuser,
+    ``fused.py``, calls these very objects): ``binary`` / ``unary`` map op names to functions of arrays;
+    ``ufuncs`` / ``unary_ufuncs``: the ops whose function takes ``out=`` directly; ``to_float``: binary ops whose
+    integer result is a float (default dtype); ``int_div``: ops checking for an integer zero divisor;
+    ``keep_dtype``: unary ops keeping an integer dtype."""
+    ns = getattr(B, "_elementwise", None)
+    if ns is not None:
+        return ns
+    xp = B.xp
+
+    def _int_pow(a, b):
+        """Integer ** integer; a negative exponent gives 1 ** n = 1, (-1) ** n = +-1, else 0 (PyTorch)."""
+        a, b = xp.broadcast_arrays(xp.asarray(a), xp.asarray(b))
+        r = xp.power(a, xp.abs(b))
+        one = xp.ones((), r.dtype)
+        odd = xp.where(b % 2 == 0, one, -one)
+        return xp.where(b >= 0, r, xp.where(a == 1, one, xp.where(a == -1, odd, xp.zeros((), r.dtype))))
+
+    def _pow(a, b):
+        if a.dtype == np.bool_:
+            return xp.power(a.astype(np.uint8), b.astype(np.uint8)).astype(np.bool_)
+        return _int_pow(a, b) if a.dtype.kind in "iu" else xp.power(a, b)
+
+    def _div_trunc(a, b):
+        if a.dtype.kind in "iub":                # C division rounds toward zero; // rounds down
+            q = xp.floor_divide(a, b)
+            return q + ((q < 0) & (q * b != a)).astype(q.dtype)
+        return xp.trunc(xp.true_divide(a, b))
+
+    def _maximum(a, b):
+        return xp.maximum(a, b)                  # NaN propagates (numpy and cupy alike)
+
+    binary = {
+        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "true_divide": xp.true_divide,
+        "div_trunc": _div_trunc, "fmod": xp.fmod, "pow": _pow, "atan2": xp.arctan2,
+        "eq": xp.equal, "ne": xp.not_equal, "lt": xp.less, "le": xp.less_equal, "gt": xp.greater,
+        "ge": xp.greater_equal, "maximum": _maximum, "minimum": xp.minimum,
+        "bitwise_and": xp.bitwise_and, "bitwise_or": xp.bitwise_or, "bitwise_xor": xp.bitwise_xor,
+        "bitwise_left_shift": xp.left_shift, "bitwise_right_shift": xp.right_shift,
+    }
+    ufuncs = {"add", "sub", "mul", "true_divide", "fmod", "atan2", "minimum", "bitwise_and", "bitwise_or",
+              "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"}   # take out= directly
+    to_float = {"true_divide", "atan2"}
+    int_div = {"div_trunc", "fmod"}
+
+    def _floor(x):
+        return x.copy() if x.dtype.kind in "iub" else xp.floor(x)
+
+    def _relu(x):
+        # a numpy scalar operand: no device array (an allocation and a fill launch) per call
+        return xp.maximum(x, x.dtype.type(0)) if x.dtype != np.bool_ else x.copy()
+
+    def _sigmoid(x):
+        return 1 / (1 + xp.exp(-x))
+
+    sp = B.special
+    unary = {
+        "abs": xp.abs, "floor": _floor, "exp": xp.exp, "expm1": xp.expm1, "log": xp.log, "log1p": xp.log1p,
+        "sin": xp.sin, "cos": xp.cos, "sqrt": xp.sqrt, "erf": sp.erf, "erfc": sp.erfc, "erfinv": sp.erfinv,
+        "neg": xp.negative, "tanh": xp.tanh, "sigmoid": _sigmoid, "relu": _relu,
+    }
+    keep_dtype = {"abs", "floor", "neg", "relu"}
+    unary_ufuncs = {"exp", "expm1", "log", "log1p", "sin", "cos", "sqrt", "tanh", "neg"}
+    B._elementwise = ns = types.SimpleNamespace(
+        binary=binary, unary=unary, ufuncs=ufuncs, unary_ufuncs=unary_ufuncs, keep_dtype=keep_dtype,
+        to_float=to_float, int_div=int_div)
+    return ns
 
 
 def make_kernels(B, device_type: str) -> dict:
@@ -139,40 +210,10 @@ def make_kernels(B, device_type: str) -> dict:
         return self
 
     # ------------------------------------------------------------ elementwise
-    def _int_pow(a, b):
-        """Integer ** integer; a negative exponent gives 1 ** n = 1, (-1) ** n = +-1, else 0 (PyTorch)."""
-        a, b = xp.broadcast_arrays(xp.asarray(a), xp.asarray(b))
-        r = xp.power(a, xp.abs(b))
-        one = xp.ones((), r.dtype)
-        odd = xp.where(b % 2 == 0, one, -one)
-        return xp.where(b >= 0, r, xp.where(a == 1, one, xp.where(a == -1, odd, xp.zeros((), r.dtype))))
-
-    def _pow(a, b):
-        if a.dtype == np.bool_:
-            return xp.power(a.astype(np.uint8), b.astype(np.uint8)).astype(np.bool_)
-        return _int_pow(a, b) if a.dtype.kind in "iu" else xp.power(a, b)
-
-    def _div_trunc(a, b):
-        if a.dtype.kind in "iub":                # C division rounds toward zero; // rounds down
-            q = xp.floor_divide(a, b)
-            return q + ((q < 0) & (q * b != a)).astype(q.dtype)
-        return xp.trunc(xp.true_divide(a, b))
-
-    def _maximum(a, b):
-        return xp.maximum(a, b)                  # NaN propagates (numpy and cupy alike)
-
-    binary = {
-        "add": xp.add, "sub": xp.subtract, "mul": xp.multiply, "true_divide": xp.true_divide,
-        "div_trunc": _div_trunc, "fmod": xp.fmod, "pow": _pow, "atan2": xp.arctan2,
-        "eq": xp.equal, "ne": xp.not_equal, "lt": xp.less, "le": xp.less_equal, "gt": xp.greater,
-        "ge": xp.greater_equal, "maximum": _maximum, "minimum": xp.minimum,
-        "bitwise_and": xp.bitwise_and, "bitwise_or": xp.bitwise_or, "bitwise_xor": xp.bitwise_xor,
-        "bitwise_left_shift": xp.left_shift, "bitwise_right_shift": xp.right_shift,
-    }
-    ufuncs = {"add", "sub", "mul", "true_divide", "fmod", "atan2", "minimum", "bitwise_and", "bitwise_or",
-              "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"}   # take out= directly
-    to_float = {"true_divide", "atan2"}
-    int_div = {"div_trunc", "fmod"}
+    ew = elementwise_functions(B)
+    binary, unary = ew.binary, ew.unary
+    ufuncs, to_float, int_div = ew.ufuncs, ew.to_float, ew.int_div
+    keep_dtype, unary_ufuncs = ew.keep_dtype, ew.unary_ufuncs
 
     def make_binary(name):
         f = binary[name]
@@ -196,25 +237,6 @@ def make_kernels(B, device_type: str) -> dict:
             store(out, r, ed)
         kernel.__name__ = f"cuda_{name}"
         return kernel
-
-    def _floor(x):
-        return x.copy() if x.dtype.kind in "iub" else xp.floor(x)
-
-    def _relu(x):
-        # a numpy scalar operand: no device array (an allocation and a fill launch) per call
-        return xp.maximum(x, x.dtype.type(0)) if x.dtype != np.bool_ else x.copy()
-
-    def _sigmoid(x):
-        return 1 / (1 + xp.exp(-x))
-
-    sp = B.special
-    unary = {
-        "abs": xp.abs, "floor": _floor, "exp": xp.exp, "expm1": xp.expm1, "log": xp.log, "log1p": xp.log1p,
-        "sin": xp.sin, "cos": xp.cos, "sqrt": xp.sqrt, "erf": sp.erf, "erfc": sp.erfc, "erfinv": sp.erfinv,
-        "neg": xp.negative, "tanh": xp.tanh, "sigmoid": _sigmoid, "relu": _relu,
-    }
-    keep_dtype = {"abs", "floor", "neg", "relu"}
-    unary_ufuncs = {"exp", "expm1", "log", "log1p", "sin", "cos", "sqrt", "tanh", "neg"}
 
     def make_unary(name):
         f = unary[name]
