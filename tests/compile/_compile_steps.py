@@ -5,6 +5,17 @@ import ember
 import ember.nn as nn
 
 
+def training_step(model, optim):
+    """``step(x, y)``: zero the grads, forward, cross entropy, backward, the optimizer step; returns the loss."""
+    def step(x, y):
+        optim.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optim.step()
+        return loss
+    return step
+
+
 def mlp_step(seed=0, opt="SGD", dtype=ember.float64, dropout=0.0, **opt_kw):
     """(model, optimizer, step): an 8-16-3 MLP with ``opt`` (lr 0.05); ``step(x, y)`` zeroes the grads, runs
     forward, cross entropy, backward and the optimizer step, and returns the loss."""
@@ -12,13 +23,7 @@ def mlp_step(seed=0, opt="SGD", dtype=ember.float64, dropout=0.0, **opt_kw):
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(dropout), nn.Linear(16, 3)).to(dtype)
     optim = getattr(ember.optim, opt)(model.parameters(), lr=0.05, **opt_kw)
 
-    def step(x, y):
-        optim.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        optim.step()
-        return loss
-    return model, optim, step
+    return model, optim, training_step(model, optim)
 
 
 def assert_same_state(m1, m2):
@@ -53,12 +58,7 @@ def device_mlp(dev, optim, dtype=ember.float32):
     opt = (ember.optim.Adam(model.parameters(), lr=1e-3) if optim == "adam"
            else ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = training_step(model, opt)
     step.opt = opt
     return model, step
 
