@@ -322,8 +322,29 @@ def masked_fill(self, mask, value, *, out):
     (cast to the dtype) where the broadcast bool ``mask`` is True.
     """
     o = _init_out(self, out)
-    m = np.broadcast_to(np_view(mask), o.shape)
-    np.copyto(o, _scalar(value, o.dtype), where=m)
+    v = _scalar(value, o.dtype)
+    m = np_view(mask)
+    rows = _row_mask(m, o)
+    if rows is not None:
+        o.reshape(rows.size, -1)[rows] = v
+        return
+    np.copyto(o, v, where=np.broadcast_to(m, o.shape))
+
+
+def _row_mask(m, o):
+    """For a C-contiguous ``o`` and a mask ``m`` that broadcasts along ``o``'s trailing dims (attention's (..., L, 1)
+    mask of fully masked rows): the mask over the leading dims, flattened - so the fill writes whole rows, where
+    ``copyto(where=)`` walks a broadcast mask element by element (4-5x slower). None otherwise."""
+    if m.ndim > o.ndim or not o.flags.c_contiguous or o.size == 0:
+        return None
+    shape = (1,) * (o.ndim - m.ndim) + m.shape
+    k = 0
+    while k < o.ndim and shape[o.ndim - 1 - k] == 1:
+        k += 1
+    if k == 0:
+        return None
+    lead = o.shape[:o.ndim - k]
+    return np.broadcast_to(m.reshape(shape[:o.ndim - k]), lead).reshape(-1)
 
 
 def masked_select(self, mask):

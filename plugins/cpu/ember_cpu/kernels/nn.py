@@ -66,6 +66,18 @@ def _softmax_prep(self, dim, out):
     return a, dim % a.ndim
 
 
+def _row_max(a, d):
+    """``a.max(axis=d, keepdims=True)`` (NaN propagates). Short contiguous rows (attention scores: rows of 32) are
+    reduced down the columns of a transposed copy: numpy's max along a short last axis runs per row (2048 x 32
+    float32: 108 µs, against 39 for the copy and 9 for the column reduction, one thread). Max is exact, so the
+    values are the same either way."""
+    n = a.shape[d] if a.ndim else 1
+    if d == a.ndim - 1 and 2 <= n <= 64 and a.size >= 64 * n and a.flags.c_contiguous:
+        m = np.maximum.reduce(transposed(a.reshape(-1, n)), axis=0)
+        return m.reshape(a.shape[:-1] + (1,))
+    return a.max(axis=d, keepdims=True)
+
+
 def softmax(self, dim, dtype=None, *, out):
     """cpu kernel of ``softmax``, floating dtypes: write exp(x - max) / sum along ``dim`` into ``out`` (in
     ``out``'s dtype; a 0-dim input acts as 1-D). float16 / bfloat16 compute in float32.
@@ -73,7 +85,7 @@ def softmax(self, dim, dtype=None, *, out):
     a, d = _softmax_prep(self, dim, out)
     if a.size == 0:
         return
-    e = a - a.max(axis=d, keepdims=True)
+    e = a - _row_max(a, d)
     np.exp(e, out=e)
     e /= e.sum(axis=d, keepdims=True)
     write(out, e.reshape(out._shape))
@@ -88,10 +100,10 @@ def log_softmax(self, dim, dtype=None, *, out):
         return
     o = np_view(out)
     if o.dtype == a.dtype and o.shape == a.shape:       # straight into the output: no temporaries to copy
-        np.subtract(a, a.max(axis=d, keepdims=True), out=o)
+        np.subtract(a, _row_max(a, d), out=o)
         o -= np.log(np.exp(o).sum(axis=d, keepdims=True))
         return
-    s = a - a.max(axis=d, keepdims=True)
+    s = a - _row_max(a, d)
     lse = np.log(np.exp(s).sum(axis=d, keepdims=True))
     s -= lse
     write(out, s.reshape(out._shape))
