@@ -768,6 +768,29 @@ def test_index_add(dtype, layout):
     check(tensor(1.0).index_add(0, idx([0]), tensor(5.0)), np.float32(6.0))
 
 
+@pytest.mark.parametrize("case", ["embedding gradient", "hot index", "narrow rows", "strided rows", "float64 3-D"])
+def test_index_add_of_many_rows_sums_in_index_order_like_torch(case):
+    """Many indices into wide rows take ember-cpu's rounds path (one fancy-indexed add per occurrence number); each row
+    must still get its additions in index order, as PyTorch's serial loop and numpy's add.at do: equal bit for bit."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    V, n, rest, dt = {"embedding gradient": (96, 512, (64,), np.float32), "hot index": (4, 900, (32,), np.float32),
+                      "narrow rows": (50, 3000, (3,), np.float32), "strided rows": (20, 300, (40,), np.float32),
+                      "float64 3-D": (10, 300, (4, 8), np.float64)}[case]
+    base, src = rng.standard_normal((V,) + rest).astype(dt), rng.standard_normal((n,) + rest).astype(dt)
+    i = rng.integers(0, V, n)
+    i[:40] = 1                                              # one row hit many times
+    x, t = ember.tensor(base), torch.tensor(base)
+    if case == "strided rows":                              # a transposed self: add.at's path
+        x, t = ember.tensor(base.T.copy()).t(), torch.tensor(base.T.copy()).t()
+    for alpha in (1, 0.5):
+        got = x.index_add(0, ember.tensor(i), ember.tensor(src), alpha=alpha).numpy()
+        want = t.index_add(0, torch.tensor(i), torch.tensor(src), alpha=alpha).numpy()
+        ref = base.copy()
+        np.add.at(ref, i, src if alpha == 1 else src * dt(alpha))
+        assert np.array_equal(got, ref) and np.array_equal(got, want), np.abs(got - want).max()
+
+
 def test_index_add_errors():
     x, a = make((2, 3))
     with pytest.raises(RuntimeError, match=r"index_add_\(\): Number of indices \(2\) should be equal to "
