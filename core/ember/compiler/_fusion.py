@@ -305,6 +305,8 @@ class _Run:
         self.stage, self.reduce_dims, self.reduced_shape = 0, (), None
 
     def used_features(self):
+        """The fuser features (``FEATURES``) the run built so far needs: "broadcast" when a slot has strides,
+        "reduction" once it holds a reduction."""
         used = set()
         if any(s.strides is not None for s in self.slots):
             used.add("broadcast")

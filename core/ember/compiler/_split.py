@@ -154,6 +154,7 @@ class _ReturnDone(ast.NodeTransformer):
     """``return X`` -> ``return (True, X)`` in the function's own scope."""
 
     def visit_Return(self, node):
+        """``return X`` (or a bare ``return``) as ``return (True, X)``: the resume function ended the call."""
         value = node.value if node.value is not None else ast.Constant(None)
         new = ast.Return(ast.Tuple([ast.Constant(True), value], ast.Load()))
         return ast.copy_location(new, node)

@@ -311,10 +311,12 @@ class _Steps(Function):
 
     @staticmethod
     def forward(ctx, x):
+        """x (L, ...) -> its L steps x[t] (views)."""
         return tuple(x.unbind(0))
 
     @staticmethod
     def backward(ctx, *grads):
+        """The steps' gradients (each (...)) stacked into one (L, ...) gradient of x."""
         from .. import stack
         return stack(grads, 0)
 

@@ -47,6 +47,7 @@ class _RemovableHandle:
         self._hooks, self.id = hooks, key
 
     def remove(self):
+        """Unregister the hook (a second call does nothing), as torch.utils.hooks.RemovableHandle.remove."""
         self._hooks.pop(self.id, None)
 
     def __enter__(self):

@@ -63,6 +63,7 @@ class _Work:
         self.a = o.astype(np.float32) if o.dtype in LOWP else o
 
     def done(self):
+        """Write a float32 working copy back into ``o`` (rounded to its dtype); nothing when ``o`` was used."""
         if self.a is not self.o:
             np.copyto(self.o, self.a, casting="unsafe")
 
