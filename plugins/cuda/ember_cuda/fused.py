@@ -43,7 +43,7 @@ import ember
 import numpy as np
 from ember.compiler._fusion import Constant
 
-from .kernels import F16, compute_np, elementwise_functions
+from .kernels import F16, compute_np, elementwise_functions, fill_value
 
 __all__ = ["make_fuser"]
 
@@ -67,9 +67,9 @@ class _Decline(Exception):
 class _Writer:
     """The generated function's lines and arguments for one subgraph."""
 
-    def __init__(self, sub, ew, xp):
-        self.sub, self.ew = sub, ew
-        self.env = {"copyto": xp.copyto, "where": xp.where}
+    def __init__(self, sub, B):
+        self.sub, self.B, self.ew = sub, B, elementwise_functions(B)
+        self.env = {"copyto": B.xp.copyto, "where": B.xp.where}
         self.body = []
         self.host = []          # (slot, compute numpy dtype) of each 0-dim cpu tensor operand read: argument h<j>
         self.consts = []        # numpy scalars: argument k<j>
@@ -92,7 +92,7 @@ class _Writer:
             v = x.value
             if v.__class__ is complex:
                 raise _Decline
-            self.consts.append(np.asarray(v).astype(cd)[()])      # the backend's scalar(): a C-style conversion
+            self.consts.append(self.B.scalar(v, cd))                 # as the eager kernel's operand() converts it
             return f"k{len(self.consts) - 1}"
         slot = self.sub.slots[x]
         if slot.tensor.device.type != self.sub.device.type:      # a 0-dim cpu tensor: its item() on each call
@@ -170,10 +170,7 @@ class _Writer:
             od, value = self.dtype(n.out), n.scalars.get("value")
             if od not in VALUES or value.__class__ not in (bool, int, float):
                 raise _Decline
-            if od is ember.bool:
-                value = bool(value != 0)                            # fill_'s C conversions (kernels.fill_)
-            elif od not in FLOATS and value.__class__ is float:
-                value = int(value) if np.isfinite(value) else 0
+            value = fill_value(value, od)                             # fill_'s C conversions
             self.result(n.out, self.operand(Constant(value), od.numpy_dtype), od.numpy_dtype, None)
         else:
             raise _Decline
@@ -204,7 +201,7 @@ def make_fuser(backend_factory, device_type: str):
 
     def fuse(subgraph):
         B = backend_factory()
-        w = _Writer(subgraph, elementwise_functions(B), B.xp)
+        w = _Writer(subgraph, B)
         try:
             for n in subgraph.nodes:
                 w.node(n)
@@ -219,14 +216,14 @@ def make_fuser(backend_factory, device_type: str):
             ns.update({f"np_{d.numpy_dtype.name}": d.numpy_dtype for d in VALUES})
             exec(compile(src, f"<{device_type}.fused>", "exec"), ns)
             kernel = cache[src] = B.fuse(ns["kernel"], f"ember_fused_{len(cache)}")
-        host, consts, view = tuple(w.host), tuple(w.consts), B.view
+        host, consts, view, scalar = tuple(w.host), tuple(w.consts), B.view, B.scalar
         is_host = B.xp is np
         index = subgraph.device.index or 0
         current, device = B.current_device, B.device
 
         def fused(*tensors):
             args = [view(tensors[i]) for i in arrays]
-            args += [np.asarray(tensors[i].item()).astype(cd)[()] for i, cd in host]
+            args += [scalar(tensors[i].item(), cd) for i, cd in host]
             args += consts
             guard = device(index) if current is not None and current() != index else contextlib.nullcontext()
             with guard, (np.errstate(all="ignore") if is_host else contextlib.nullcontext()):

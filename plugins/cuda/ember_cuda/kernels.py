@@ -47,6 +47,17 @@ def compute_np(d) -> np.dtype:
     return np.dtype(np.float32) if d in LOWP else d.numpy_dtype
 
 
+def fill_value(value, d):
+    """``fill_``'s value for a tensor of dtype ``d`` (not bfloat16) as C converts it: to bool as ``!= 0`` (0.5 ->
+    True), a float to an integer dtype toward zero (2.7 -> 2; a non-finite one -> 0); else unchanged."""
+    kind = d.numpy_dtype.kind
+    if kind == "b":
+        return bool(value != 0)
+    if kind in "iu" and isinstance(value, float):
+        return int(value) if np.isfinite(value) else 0
+    return value
+
+
 def elementwise_functions(B) -> types.SimpleNamespace:
     """The array functions the elementwise kernels over backend ``B`` call, made once per backend (the fuser,
     ``fused.py``, calls these very objects): ``binary`` / ``unary`` map op names to functions of arrays;
@@ -199,14 +210,9 @@ def make_kernels(B, device_type: str) -> dict:
             v = np.asarray(float(value.real if isinstance(value, complex) else value), np.float32)
             xp.copyto(B.view(self), v.astype(BF16.numpy_dtype).view(np.uint16)[()])
             return self
-        kind = d.numpy_dtype.kind
-        if kind == "b":
-            value = bool(value != 0)                            # C conversion to bool: 0.5 -> True
-        elif kind in "iu" and isinstance(value, float):
-            value = int(value) if np.isfinite(value) else 0     # C conversion: 2.7 -> 2
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-            xp.copyto(B.view(self), B.scalar(value, d.numpy_dtype))
+            xp.copyto(B.view(self), B.scalar(fill_value(value, d), d.numpy_dtype))
         return self
 
     # ------------------------------------------------------------ elementwise
