@@ -93,3 +93,24 @@ def compare_device_mlp(dev, optim, dtype=ember.float32, steps=6, rtol=0):
                 if isinstance(s1[k], ember.Tensor):
                     assert same_values(s1[k].to(s2[k].dtype), s2[k], rtol), k
     return graph_row(c)
+
+
+def compiled_and_eager(fn, make_args, replays=3):
+    """``fn`` compiled and eager side by side on ``make_args(i)`` for 2 + ``replays`` calls (each gets clones):
+    (compiled results per call, eager results per call - each a tuple - and the profiler row of the one graph)."""
+    c = ember.compile(fn)
+    got, want = [], []
+    for i in range(2 + replays):
+        args = make_args(i)
+        r1, r2 = c(*[a.clone() for a in args]), fn(*[a.clone() for a in args])
+        got.append(r1 if isinstance(r1, tuple) else (r1,))
+        want.append(r2 if isinstance(r2, tuple) else (r2,))
+    return got, want, graph_row(c)
+
+
+def random_args(dtype, n=2, shape=(5, 7), device="cpu"):
+    """``make_args(i)``: ``n`` standard normal tensors of ``shape`` and ``dtype`` on ``device``, seeded by ``i``."""
+    def make(i):
+        g = ember.Generator().manual_seed(i)
+        return [ember.randn(*shape, generator=g).to(device=device, dtype=dtype) for _ in range(n)]
+    return make

@@ -14,7 +14,7 @@ import ember
 from ember import plugins
 from ember.compiler import _fusion
 
-from _compile_steps import compare_device_mlp
+from _compile_steps import compare_device_mlp, compiled_and_eager as _run, random_args
 
 pytest.importorskip("ember_cuda", reason="ember-cuda is not installed (pip install -e plugins/cuda)")
 from ember_cuda import _emulation as emu  # noqa: E402
@@ -53,27 +53,6 @@ def _check(got, want, rtol):
         np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol, atol=rtol)
 
 
-def _run(fn, make_args, replays=3):
-    """(compiled results per call, eager results per call, the graph's profiler row)."""
-    c = ember.compile(fn)
-    got, want = [], []
-    for i in range(2 + replays):
-        args = make_args(i)
-        r1, r2 = c(*[a.clone() for a in args]), fn(*[a.clone() for a in args])
-        got.append(r1 if isinstance(r1, tuple) else (r1,))
-        want.append(r2 if isinstance(r2, tuple) else (r2,))
-    rows = [r for r in c._compiled.info() if r["replays"]]
-    assert len(rows) == 1, c._compiled.info()
-    return got, want, rows[0]
-
-
-def _args(dev, dtype, n=2, shape=(5, 7)):
-    def make(i):
-        g = ember.Generator().manual_seed(i)
-        return [ember.randn(*shape, generator=g).to(device=dev, dtype=dtype) for _ in range(n)]
-    return make
-
-
 def test_both_device_types_register_the_fuser():
     assert _fusion.find_fuser("cuda_emu") is not None
     assert _fusion.find_fuser("cuda") is not None       # registered without touching a GPU
@@ -93,7 +72,7 @@ CHAINS = {
 @pytest.mark.parametrize("dtype", FLOATS, ids=str)
 @pytest.mark.parametrize("name", list(CHAINS))
 def test_chains_fuse_and_match_eager(dev, name, dtype):
-    got, want, row = _run(CHAINS[name], _args(dev, dtype))
+    got, want, row = _run(CHAINS[name], random_args(dtype, device=dev))
     for g, w in zip(got, want):
         for a, b in zip(g, w):
             _check(a, b, _tol(dev, dtype))
@@ -120,14 +99,14 @@ def test_float16_nodes_round_between_nodes_as_eager_does(monkeypatch):
     fuser keeping the intermediates in float32 (rounding only at the stores) gives other values, so the
     bit-for-bit comparison above would catch it."""
     fn = CHAINS["unary and binary"]
-    got, want, _ = _run(fn, _args("cuda_emu", ember.float16, shape=(40, 50)))
+    got, want, _ = _run(fn, random_args(ember.float16, shape=(40, 50), device="cuda_emu"))
     assert all(np.array_equal(g[0].cpu().numpy(), w[0].cpu().numpy()) for g, w in zip(got, want))
 
     def unrounded(self, out, expr, rd, ed):
         self.body.append(f"v{out} = {expr}")
         self.written.add(out)
     monkeypatch.setattr(fused._Writer, "result", unrounded)
-    got, want, row = _run(fn, _args("cuda_emu", ember.float16, shape=(40, 50)))
+    got, want, row = _run(fn, random_args(ember.float16, shape=(40, 50), device="cuda_emu"))
     assert row["fused_kernels"] >= 1
     assert not all(np.array_equal(g[0].cpu().numpy(), w[0].cpu().numpy()) for g, w in zip(got, want))
 
@@ -149,14 +128,14 @@ def test_integer_and_bool_chains_fuse(dev):
 @pytest.mark.parametrize("case", ["bfloat16", "integer pow", "sigmoid"])
 def test_runs_it_declines_replay_node_by_node(case):
     if case == "bfloat16":
-        fn, make = (lambda x, y: (x + y) * 2), _args("cuda_emu", ember.bfloat16)
+        fn, make = (lambda x, y: (x + y) * 2), random_args(ember.bfloat16, device="cuda_emu")
     elif case == "integers":
         def make(i):
             return [ember.arange(12, dtype=ember.int64).to("cuda_emu") + i, ember.ones(12, dtype=ember.int64)
                     .to("cuda_emu")]
         fn = (lambda x, y: (x + y).pow(2) - y)
     else:
-        fn, make = (lambda x, y: (x * 2).sigmoid() * 3), _args("cuda_emu", ember.float32)
+        fn, make = (lambda x, y: (x * 2).sigmoid() * 3), random_args(ember.float32, device="cuda_emu")
     got, want, row = _run(fn, make)
     for g, w in zip(got, want):
         _check(g[0], w[0], 0)

@@ -492,9 +492,10 @@ def _feature_inputs(dtype=ember.float64, device="cpu"):
     return [ember.randn(*s, generator=g, dtype=dtype).to(device) for s in ((16, 8), (8, 12), (12,))]
 
 
-def test_a_feature_fuser_receives_broadcast_operands_and_reductions():
-    f = FeatureFuser()
-    undo = _registry.register_fuser("cpu", f, features=("broadcast", "reduction"))
+def _softmax_head_with(fuser, features=()):
+    """``_softmax_head`` compiled and called four times with ``fuser`` registered for the cpu (with ``features``);
+    the results must equal eager's within 1e-12. Returns the compiled function."""
+    undo = _registry.register_fuser("cpu", fuser, features=features)
     try:
         c = ember.compile(_softmax_head)
         x, w, b = _feature_inputs()
@@ -502,9 +503,14 @@ def test_a_feature_fuser_receives_broadcast_operands_and_reductions():
             got = c(x, w, b)
     finally:
         undo()
-    want = _softmax_head(x, w, b)
-    for a, e in zip(got, want):
+    for a, e in zip(got, _softmax_head(x, w, b)):
         np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
+    return c
+
+
+def test_a_feature_fuser_receives_broadcast_operands_and_reductions():
+    f = FeatureFuser()
+    c = _softmax_head_with(f, features=("broadcast", "reduction"))
     assert f.calls >= 2
     subs = [s for s in f.subgraphs if s.features]
     bias = [s for s in subs if any(sl.strides == (0, 1) for sl in s.slots)]
@@ -524,16 +530,7 @@ def test_a_feature_fuser_receives_broadcast_operands_and_reductions():
 
 def test_an_old_style_fuser_never_receives_the_features():
     f = ReferenceFuser()
-    undo = _registry.register_fuser("cpu", f)                 # no features: plain elementwise runs
-    try:
-        c = ember.compile(_softmax_head)
-        x, w, b = _feature_inputs()
-        for _ in range(4):
-            got = c(x, w, b)
-    finally:
-        undo()
-    for a, e in zip(got, _softmax_head(x, w, b)):
-        np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
+    _softmax_head_with(f)                                     # no features: plain elementwise runs
     assert f.subgraphs
     names = {op for op, _ in _fusion.ELEMENTWISE.values()}
     for s in f.subgraphs:
@@ -571,16 +568,7 @@ def test_a_declined_feature_run_is_offered_again_without_the_features():
                 return None
             return super().__call__(sub)
     f = NoReductions()
-    undo = _registry.register_fuser("cpu", f, features=("broadcast", "reduction"))
-    try:
-        c = ember.compile(_softmax_head)
-        x, w, b = _feature_inputs()
-        for _ in range(4):
-            got = c(x, w, b)
-    finally:
-        undo()
-    for a, e in zip(got, _softmax_head(x, w, b)):
-        np.testing.assert_allclose(a.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)
+    c = _softmax_head_with(f, features=("broadcast", "reduction"))
     declined = [i for i, s in enumerate(f.subgraphs) if "reduction" in s.features]
     assert declined and any("reduction" not in s.features and "broadcast" in s.features
                             for s in f.subgraphs[declined[0] + 1:]), f.subgraphs
