@@ -31,11 +31,15 @@ alternating rounds.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _timing import steady_heap  # noqa: E402
 
 
 def build(T, kind, seed=0, device="cpu", optim=None):
@@ -244,6 +248,7 @@ def main(argv=None) -> int:
     p.add_argument("--memory-plan", action="store_true", help="instead: per model, the memory plan (intermediates "
                    "before -> after) and compiled steps with planning off / on, timed in alternating rounds")
     args = p.parse_args(argv)
+    heap = steady_heap()
     if args.threads:
         from threadpoolctl import threadpool_limits
         threadpool_limits(args.threads)
@@ -261,7 +266,8 @@ def main(argv=None) -> int:
     except ImportError:
         torch = None
     print(f"ember {ember.__version__}, torch {torch.__version__ if torch else 'not installed'}, threads "
-          f"{args.threads or 'default'}; ms per training step, median of {args.repeat} x {args.steps} steps")
+          f"{args.threads or 'default'}; ms per training step, median of {args.repeat} x {args.steps} steps"
+          f"{'; glibc heap kept (_timing.steady_heap)' if heap else ''}")
     head = ("model", "ember eager", "ember compiled", "torch eager", "torch.compile", "compiled / torch eager",
             "first 3 calls (ms)", "replays")
     rows = []

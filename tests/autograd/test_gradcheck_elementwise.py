@@ -670,9 +670,11 @@ NON_DIFFERENTIABLE_OPS = {"arange", "eye", "linspace", "randperm", "unique", "un
                           # LAPACK outputs PyTorch does not differentiate either ("the derivative for 'geqrf' is not
                           # implemented", "derivative for aten::linalg_ldl_factor_ex is not implemented")
                           "geqrf", "linalg_ldl_factor_ex", "linalg_ldl_solve",
-                          # the fused RNN cells' backward ops: PyTorch's derivatives.yaml has no entry for them either
-                          # (create_graph=True differentiates a backward written with ordinary ops instead)
-                          "_thnn_fused_lstm_cell_backward_impl", "_thnn_fused_gru_cell_backward"}
+                          # the fused RNN cells' and the LSTM layer's backward ops: PyTorch's derivatives.yaml has no
+                          # entry for them (mkldnn_rnn_layer_backward) either (create_graph=True differentiates a
+                          # backward written with ordinary ops instead)
+                          "_thnn_fused_lstm_cell_backward_impl", "_thnn_fused_gru_cell_backward",
+                          "_lstm_layer_backward"}
 #: ops PyTorch differentiates and ember does not yet: a known gap, listed so it stays visible (backward raises
 #: "the derivative for ... is not implemented")
 KNOWN_GAPS = set()

@@ -768,11 +768,18 @@ def test_index_add(dtype, layout):
     check(tensor(1.0).index_add(0, idx([0]), tensor(5.0)), np.float32(6.0))
 
 
+@pytest.mark.parametrize("jit", [True, False], ids=["compiled loop", "numpy rounds"])
 @pytest.mark.parametrize("case", ["embedding gradient", "hot index", "narrow rows", "strided rows", "float64 3-D"])
-def test_index_add_of_many_rows_sums_in_index_order_like_torch(case):
-    """Many indices into wide rows take ember-cpu's rounds path (one fancy-indexed add per occurrence number); each row
-    must still get its additions in index order, as PyTorch's serial loop and numpy's add.at do: equal bit for bit."""
+def test_index_add_of_many_rows_sums_in_index_order_like_torch(case, jit, monkeypatch):
+    """Many indices into wide rows take ember-cpu's compiled loop (numba) or, without it, its rounds path (one
+    fancy-indexed add per occurrence number); each row must still get its additions in index order, as PyTorch's
+    serial loop and numpy's add.at do: equal bit for bit."""
     torch = pytest.importorskip("torch")
+    from ember_cpu.kernels import _jit
+    if jit and not _jit.jit_available():
+        pytest.skip("numba is not installed: ember-cpu runs its numpy kernels")
+    if not jit:
+        monkeypatch.setattr(_jit, "_kernels", False)
     rng = np.random.default_rng(3)
     V, n, rest, dt = {"embedding gradient": (96, 512, (64,), np.float32), "hot index": (4, 900, (32,), np.float32),
                       "narrow rows": (50, 3000, (3,), np.float32), "strided rows": (20, 300, (40,), np.float32),

@@ -188,8 +188,12 @@ def test_sequence_models_export_with_dynamic_batch_and_sequence(case):
 
 
 def test_lstm_sequence_length_cannot_be_dynamic_and_says_why():
-    """ember's LSTM runs a Python loop over time steps, so the traced graph has one block per step."""
+    """ember's LSTM layer is one op exported with its steps unrolled (and with projections a Python loop over
+    steps, one traced block per step), so the sequence length cannot be a dynamic axis."""
     m = nn.LSTM(4, 6, batch_first=True).eval()
+    with pytest.raises(ember.onnx.OnnxExporterError, match="sequence length cannot be a dynamic axis"):
+        ember.onnx.export(m, ember.randn(2, 5, 4), io.BytesIO(), dynamic_axes={"input": {0: "batch", 1: "seq"}})
+    m = nn.LSTM(4, 6, batch_first=True, proj_size=3).eval()
     with pytest.raises(ember.onnx.OnnxExporterError, match="control flow depends on the size"):
         ember.onnx.export(m, ember.randn(2, 5, 4), io.BytesIO(), dynamic_axes={"input": {0: "batch", 1: "seq"}})
 

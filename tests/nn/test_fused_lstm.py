@@ -182,11 +182,8 @@ def test_errors():
         FR.fused_lstm_cell(x.long(), x.long(), ember.zeros(3, 2, dtype=ember.int64))
 
 
-def test_lstm_step_is_one_op_forward_and_backward():
-    # the kernel calls ember.compile captured for a forward + backward: one fused op per step each way
-    m = ember.nn.LSTM(4, 5, num_layers=2)
-    x = ember.randn(6, 2, 4)
-
+def _captured_names(m, x):
+    """The op names of the kernel calls ember.compile captured for a forward + backward of ``m`` on ``x``."""
     def f(x):
         out, _ = m(x)
         out.sum().backward()
@@ -197,7 +194,19 @@ def test_lstm_step_is_one_op_forward_and_backward():
         compiled(x)
     entry = max(compiled._compiled.entries.values(), key=lambda e: e.replays)
     assert entry.replays >= 1 and entry.graph is not None
-    names = [n.name for n in entry.graph.nodes if getattr(n, "name", None)]
+    return [n.name for n in entry.graph.nodes if getattr(n, "name", None)]
+
+
+def test_lstm_layer_is_one_op_forward_and_backward():
+    # the kernel calls ember.compile captured: one _lstm_layer per layer and one backward op per layer, no step ops
+    names = _captured_names(ember.nn.LSTM(4, 5, num_layers=2), ember.randn(6, 2, 4))
+    assert names.count("_lstm_layer") == 2 and names.count("_lstm_layer_backward") == 2
+    assert "_thnn_fused_lstm_cell" not in names and "sigmoid" not in names and "tanh" not in names
+
+
+def test_lstm_step_is_one_op_forward_and_backward():
+    # with projections the layer loops over steps: one fused op per step each way
+    names = _captured_names(ember.nn.LSTM(4, 5, num_layers=2, proj_size=3), ember.randn(6, 2, 4))
     assert names.count("_thnn_fused_lstm_cell") == 12 and names.count("_thnn_fused_lstm_cell_backward_impl") == 12
     assert "sigmoid" not in names and "tanh" not in names
     assert names.count("fill_") < 12          # no zero gradient per step (O(L) backward of the steps)

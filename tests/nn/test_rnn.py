@@ -240,6 +240,7 @@ def test_dropout_warning_single_layer():
 
 # ----------------------------------------------------------------------------- against torch
 @pytest.mark.parametrize("mode,kw", [("RNN", dict(nonlinearity="relu", num_layers=2, bidirectional=True)),
+                                     ("LSTM", dict(num_layers=2, bidirectional=True)),
                                      ("LSTM", dict(num_layers=2, bidirectional=True, proj_size=2)),
                                      ("GRU", dict(num_layers=2, bidirectional=True, bias=False))])
 def test_against_torch(mode, kw):

@@ -281,20 +281,50 @@ def _softmax(ctx, n, args, kw, outs):
     ctx.node("Softmax" if n["op"] == "softmax" else "LogSoftmax", [x], [outs[0]], axis=int(dim))
 
 
+def _lstm_cell_nodes(ctx, gates, cx, H, outs):
+    """The nodes of one LSTM step from its summed gate pre-activations: (hy, cy, workspace), each written to its
+    name in ``outs`` where that is not None."""
+    i, f, g, o = (ctx.node(act, [ctx.node("Slice", [gates, ctx.ints([k * H]), ctx.ints([(k + 1) * H]), ctx.ints([1])])])
+                  for k, act in enumerate(("Sigmoid", "Sigmoid", "Tanh", "Sigmoid")))
+    cy = ctx.node("Add", [ctx.node("Mul", [f, cx]), ctx.node("Mul", [i, g])], outs[1:2] if outs[1] else None)
+    hy = ctx.node("Mul", [o, ctx.node("Tanh", [cy])], [outs[0]] if outs[0] else None)
+    ws = ctx.node("Concat", [i, f, g, o], [outs[2]] if outs[2] else None, axis=1)
+    return hy, cy, ws
+
+
 @_maps("_thnn_fused_lstm_cell", "Add, Slice, Sigmoid, Tanh, Mul (Concat for the workspace)")
 def _fused_lstm_cell(ctx, n, args, kw, outs):
     gates = ctx.node("Add", [args[0], args[1]])
     for b in args[3:5]:
         if b is not None:
             gates = ctx.node("Add", [gates, b])
-    H = ctx.meta(n["args"][0]["v"])[0][1] // 4
-    i, f, g, o = (ctx.node(act, [ctx.node("Slice", [gates, ctx.ints([k * H]), ctx.ints([(k + 1) * H]), ctx.ints([1])])])
-                  for k, act in enumerate(("Sigmoid", "Sigmoid", "Tanh", "Sigmoid")))
-    cy = ctx.node("Add", [ctx.node("Mul", [f, args[2]]), ctx.node("Mul", [i, g])], outs[1:2] if outs[1] else None)
-    if outs[0] is not None:
-        ctx.node("Mul", [o, ctx.node("Tanh", [cy])], [outs[0]])
-    if outs[2] is not None:
-        ctx.node("Concat", [i, f, g, o], [outs[2]], axis=1)
+    _lstm_cell_nodes(ctx, gates, args[2], ctx.meta(n["args"][0]["v"])[0][1] // 4, outs)
+
+
+@_maps("_lstm_layer", "Transpose, MatMul, Gather, Add, Slice, Sigmoid, Tanh, Mul, Unsqueeze, Concat (the steps "
+                      "unrolled)")
+def _lstm_layer(ctx, n, args, kw, outs):
+    xg, hx, cx, w = args[:4]
+    if 0 in ctx.dims(n["args"][0]["v"]):
+        raise OnnxExporterError("ember.onnx.export: _lstm_layer (an LSTM layer) is exported with its time steps "
+                                "unrolled, so the sequence length cannot be a dynamic axis; export with a fixed "
+                                "sequence length")
+    reverse = bool(args[4] if len(args) > 4 else kw.get("reverse", False))
+    steps, _, g = ctx.meta(n["args"][0]["v"])[0]
+    w_t = ctx.node("Transpose", [w], perm=[1, 0])
+    h, c = hx, cx
+    per_step = [None] * steps
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        ig = ctx.node("Gather", [xg, ctx.const(t, "int64", "step")], axis=0)
+        h, c, ws = _lstm_cell_nodes(ctx, ctx.node("Add", [ig, ctx.node("MatMul", [h, w_t])]), c, g // 4,
+                                    [None, None, None])
+        per_step[t] = (h, c, ws)
+    for k, out in ((0, outs[0]), (1, outs[3]), (2, outs[4])):
+        if out is not None and steps:
+            ctx.node("Concat", [ctx.node("Unsqueeze", [s[k], ctx.ints([0])]) for s in per_step], [out], axis=0)
+    for src, out in ((h, outs[1]), (c, outs[2])):
+        if out is not None:
+            ctx.node("Identity", [src], [out])
 
 
 @_maps("_thnn_fused_gru_cell", "Add, Slice, Sigmoid, Tanh, Mul, Sub (Concat for the workspace)")

@@ -1,10 +1,12 @@
 """Recurrent layers RNN, LSTM, GRU and their cells (matches torch.nn's).
 
 Written with ember ops: each layer and direction projects the whole input sequence with
-one matmul (input-to-hidden weights and both biases where they add), then loops over the
-time steps with one hidden-to-hidden matmul each; an LSTM or GRU step is then one fused op
-(``_thnn_fused_lstm_cell`` / ``_thnn_fused_gru_cell``, ember.nn._fused_rnn) whose backward
-is one op as well. Parameter names, shapes, gate orders (LSTM: input, forget, cell, output;
+one matmul (input-to-hidden weights and both biases where they add). An LSTM layer without
+projections over a padded sequence is then one op, ``_lstm_layer`` (ember.nn._lstm_layer: the
+time loop inside a device kernel, its backward one op with one weight_hh product for the
+sequence). Otherwise the layer loops over the time steps with one hidden-to-hidden matmul
+each; an LSTM or GRU step is then one fused op (``_thnn_fused_lstm_cell`` /
+``_thnn_fused_gru_cell``, ember.nn._fused_rnn) whose backward is one op as well. Parameter names, shapes, gate orders (LSTM: input, forget, cell, output;
 GRU: reset, update, new) and the default initialisation U(-1/sqrt(hidden_size),
 1/sqrt(hidden_size)) are PyTorch's, so state dicts load across.
 
@@ -22,7 +24,7 @@ import warnings
 import ember
 from ... import empty, zeros
 from .. import functional as F
-from .. import _fused_rnn, init
+from .. import _fused_rnn, _lstm_layer, init
 from ..parameter import Parameter
 from .module import Module
 
@@ -195,6 +197,12 @@ class RNNBase(Module):
                 L, N = x._shape[0], x._shape[1]
                 xw = F.linear(x.reshape(L * N, x._shape[2]), w_ih, b).reshape(L, N, w_ih._shape[0])
                 k = layer * num_directions + direction
+                if self.mode == "LSTM" and w_hr is None and active is None:     # the whole layer as one op
+                    out, h, c, _, _ = _lstm_layer.lstm_layer(xw, hs[k], cs[k], w_hh, direction == 1)
+                    outs.append(out)
+                    h_n.append(h)
+                    c_n.append(c)
+                    continue
                 if self.mode in ("LSTM", "GRU"):      # transposed once, not once per step
                     w_hh = (w_hh, w_hh.detach().t().contiguous())
                 out, h, c = _run_direction(step, xw, hs[k], cs[k] if cs is not None else None, w_hh,

@@ -677,6 +677,97 @@ def _lstm_cell_backward_samples(op, device, dtype, requires_grad=False):
         yield SampleInput(ghy, (gcy, cx, cy, ws, has_bias), name=f"N={n}, H={h}, bias {has_bias}, grads {grads}")
 
 
+# ---------------------------------------------------------------- _lstm_layer (+ backward)
+def _lstm_layer_states(ig, hx, cx, w, reverse):
+    """float64 (output, hy, cy, cell_states, workspace, the hidden state each step started from) of an LSTM layer."""
+    ig, h, c, w = _f64(ig), _f64(hx), _f64(cx), _f64(w)
+    steps, n, g = ig.shape
+    H = g // 4
+    out, cs, ws, prev = (np.zeros((steps, n, k)) for k in (H, H, g, H))
+    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+        gates = ig[t] + h @ w.T
+        i, f, cg, o = _sig(gates[:, :H]), _sig(gates[:, H:2 * H]), np.tanh(gates[:, 2 * H:3 * H]), _sig(gates[:, 3 * H:])
+        prev[t] = h
+        c = f * c + i * cg
+        h = o * np.tanh(c)
+        out[t], cs[t], ws[t] = h, c, np.concatenate([i, f, cg, o], 1)
+    return out, h, c, cs, ws, prev
+
+
+def _lstm_layer_ref(ig, hx, cx, w, reverse=False):
+    dt = ig.dtype
+    return tuple(a.astype(dt) for a in _lstm_layer_states(ig, hx, cx, w, reverse)[:5])
+
+
+def _lstm_layer_samples(op, device, dtype, requires_grad=False):
+    m = partial(_Mk(op, device, dtype, requires_grad), low=-1, high=1)
+    # cell_states and the workspace are not differentiable (as the fused cell's workspace)
+    proc = (lambda r: tuple(r[:3])) if requires_grad else None
+    yield SampleInput(m((4, 3, 8)), (m((3, 2)), m((3, 2)), m((8, 2))), name="L=4, N=3, H=2", output_process=proc)
+    yield SampleInput(m((3, 2, 12)), (m((2, 3)), m((2, 3)), m((12, 3)), True), name="reverse", output_process=proc)
+    yield SampleInput(m((2, 3, 8), nc=True), (m((3, 2), t=True), m((3, 2), nc=True), m((8, 2), t=True)),
+                      name="non-contiguous", output_process=proc)
+    yield SampleInput(m((0, 2, 8)), (m((2, 2)), m((2, 2)), m((8, 2))), name="no steps", output_process=proc)
+    yield SampleInput(m((3, 0, 8)), (m((0, 2)), m((0, 2)), m((8, 2))), name="empty batch", output_process=proc)
+
+
+def _lstm_layer_errors(op, device):
+    import ember
+    mk = lambda shape, seed, **kw: make_tensor(shape, device=device, seed=seed, **kw)  # noqa: E731
+    yield ErrorInput(SampleInput(mk((2, 3, 6), 1), (mk((3, 2), 2), mk((3, 2), 3), mk((6, 2), 4))), RuntimeError,
+                     r"expected input_gates of shape \(L, N, 4 \* hidden_size\), got \[2, 3, 6\]")
+    yield ErrorInput(SampleInput(mk((2, 3, 8), 1), (mk((3, 2), 2), mk((3, 3), 3), mk((8, 2), 4))), RuntimeError,
+                     r"expected cx of shape \[3, 2\], got \[3, 3\]")
+    yield ErrorInput(SampleInput(mk((2, 3, 8), 1), (mk((3, 2), 2), mk((3, 2), 3), mk((8, 3), 4))), RuntimeError,
+                     r"expected weight_hh of shape \[8, 2\], got \[8, 3\]")
+    yield ErrorInput(SampleInput(mk((2, 3, 8), 1), (mk((3, 2), 2), mk((3, 2), 3), mk((8, 2), 4, dtype=ember.float64))),
+                     RuntimeError, r"expected weight_hh to have dtype Float, got Double")
+    yield ErrorInput(SampleInput(mk((2, 3, 8), 1, dtype=ember.int64), (mk((3, 2), 2, dtype=ember.int64),
+                                 mk((3, 2), 3, dtype=ember.int64), mk((8, 2), 4, dtype=ember.int64))),
+                     NotImplementedError, r"\"_lstm_layer\" not implemented for 'Long'")
+
+
+def _lstm_layer_backward_ref(go, ghy, gcy, hx, cx, w, out, cs, ws, reverse):
+    dt = ws.dtype
+    w64, cs64, ws64, cx64, out64 = _f64(w), _f64(cs), _f64(ws), _f64(cx), _f64(out)
+    steps, n, g = ws64.shape
+    H = g // 4
+    prev = np.zeros((steps, n, H))
+    dh = np.zeros((n, H)) if ghy is None else _f64(ghy)
+    dc = np.zeros((n, H)) if gcy is None else _f64(gcy)
+    grads = np.zeros((steps, n, g))
+    order = list(range(steps - 1, -1, -1) if reverse else range(steps))
+    for k in range(steps - 1, -1, -1):
+        t = order[k]
+        prev[t] = _f64(hx) if k == 0 else out64[order[k - 1]]
+        if go is not None:
+            dh = dh + _f64(go)[t]
+        i, f, cg, o = (ws64[t][:, j * H:(j + 1) * H] for j in range(4))
+        tc = np.tanh(cs64[t])
+        c_prev = cx64 if k == 0 else cs64[order[k - 1]]
+        gc = dc + dh * o * (1 - tc ** 2)
+        grads[t] = np.concatenate([gc * cg * i * (1 - i), gc * c_prev * f * (1 - f), gc * i * (1 - cg ** 2),
+                                   dh * tc * o * (1 - o)], 1)
+        dc = gc * f
+        dh = grads[t] @ w64
+    gw = grads.reshape(-1, g).T @ prev.reshape(-1, H)
+    return grads.astype(dt), dh.astype(dt), dc.astype(dt), gw.astype(dt)
+
+
+def _lstm_layer_backward_samples(op, device, dtype, requires_grad=False):
+    import ember
+    m = partial(_Mk(op, device, dtype, requires_grad), low=-1, high=1)
+    for steps, n, h, reverse, grads in ((4, 3, 2, False, "all"), (3, 2, 3, True, "output"), (2, 2, 2, False, "hy cy"),
+                                        (3, 1, 2, True, "cy"), (0, 2, 2, False, "all")):
+        hx, cx, w = m((n, h)), m((n, h)), m((4 * h, h))
+        out, _, _, cs, ws = ember.nn._lstm_layer.lstm_layer(m((steps, n, 4 * h)), hx, cx, w, reverse)
+        go = m((steps, n, h)) if grads in ("all", "output") else None
+        ghy = m((n, h)) if grads in ("all", "hy cy") else None
+        gcy = m((n, h)) if grads in ("all", "hy cy", "cy") else None
+        yield SampleInput(go, (ghy, gcy, hx, cx, w, out, cs, ws, reverse),
+                          name=f"L={steps}, N={n}, H={h}, reverse {reverse}, grads {grads}")
+
+
 def _gru_cell_ref(ig, hg, hx, bi=None, bh=None):
     dt = ig.dtype
     ig, hg, hx = _f64(ig) + (0 if bi is None else _f64(bi)), _f64(hg) + (0 if bh is None else _f64(bh)), _f64(hx)
@@ -777,6 +868,13 @@ def _build():
     add(OpInfo("_thnn_fused_lstm_cell_backward_impl", op=ember.nn._fused_rnn.fused_lstm_cell_backward,
                ref=upcast(_lstm_cell_backward_ref), dtypes=FLOATING, sample_inputs=_lstm_cell_backward_samples,
                supports_out=True, tolerances=rtol))
+    ltol = {"float16": (5e-3, 1e-2), "bfloat16": (3e-2, 1e-1), "float32": (1e-5, 1e-5)}
+    add(OpInfo("_lstm_layer", op=ember.nn._lstm_layer.lstm_layer, ref=upcast(_lstm_layer_ref), dtypes=FLOATING,
+               sample_inputs=_lstm_layer_samples, error_inputs=_lstm_layer_errors, supports_autograd=True,
+               supports_out=True, tolerances=ltol))
+    add(OpInfo("_lstm_layer_backward", op=ember.nn._lstm_layer.lstm_layer_backward,
+               ref=upcast(_lstm_layer_backward_ref), dtypes=FLOATING, sample_inputs=_lstm_layer_backward_samples,
+               supports_out=True, tolerances=ltol))
     add(OpInfo("_thnn_fused_gru_cell", op=ember.nn._fused_rnn.fused_gru_cell, ref=upcast(_gru_cell_ref),
                dtypes=FLOATING, sample_inputs=_gru_cell_samples, error_inputs=_gru_cell_errors,
                supports_autograd=True, supports_out=True, tolerances=rtol))

@@ -11,6 +11,7 @@ import numpy as np
 
 import ember
 
+from ._jit import jit_kernels
 from ._util import ALL, LOWP, np_view
 
 
@@ -279,8 +280,12 @@ def index_add(self, dim, index, source, *, alpha=1, out):
     w.done()
 
 
+_JIT_ROWS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _add_rows(a, i, s) -> bool:
-    """``np.add.at(a, i, s)`` for a C-contiguous ``a`` with wide rows (an embedding's gradient), in rounds: round r
+    """``np.add.at(a, i, s)`` for a C-contiguous ``a`` with wide rows (an embedding's gradient): float32 / float64
+    through the compiled loop (``_jit``: 200 x 128 from 700 indices, 13 µs) where numba runs; otherwise in rounds: round r
     adds the r-th occurrence of every index with one fancy-indexed ``+=`` (unique indices within a round), so each
     row still receives its additions in index order - the same sums as add.at, bit for bit - while add.at walks
     every element on its own (96 x 64 rows from 512 indices, float32: 284 -> 102 µs; 200 x 128 from 700: 774 ->
@@ -289,6 +294,11 @@ def _add_rows(a, i, s) -> bool:
     n = i.size
     if n < 64 or a.ndim < 2 or not a.flags.c_contiguous or a.size // max(a.shape[0], 1) < 16:
         return False
+    jit = jit_kernels()
+    if jit is not None and a.dtype in _JIT_ROWS and s.dtype == a.dtype:
+        jit.add_rows(a.reshape(a.shape[0], -1), i.astype(np.int64, copy=False),
+                     np.ascontiguousarray(s).reshape(n, -1))
+        return True
     order = np.argsort(i, kind="stable")
     si = i[order]
     first = np.empty(n, bool)
