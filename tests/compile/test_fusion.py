@@ -44,6 +44,25 @@ def _np_op(op, xs, scalars):
     raise KeyError(op)
 
 
+def _evaluate(sub, arrays, vals):
+    """Run ``sub``'s nodes with numpy on the loaded values ``vals`` (slot -> array), then store the slots marked
+    ``store`` into ``arrays`` (the slots' memory). Reductions (sum, amax) only reach it from FeatureFuser."""
+    for n in sub.nodes:
+        xs = [x.value if isinstance(x, _fusion.Constant) else vals[x] for x in n.inputs]
+        if n.op == "fill":
+            r = n.scalars["value"]
+        elif n.op in ("sum", "amax"):
+            fn = np.sum if n.op == "sum" else np.max
+            kw = {"dtype": arrays[n.out].dtype} if n.op == "sum" else {}
+            r = fn(xs[0], axis=n.scalars["dim"], keepdims=n.scalars["keepdim"], **kw)
+        else:
+            r = _np_op(n.op, xs, n.scalars)
+        vals[n.out] = np.asarray(r).astype(arrays[n.out].dtype, copy=False)
+    for k, s in enumerate(sub.slots):
+        if s.store:
+            arrays[k][...] = vals[k]
+
+
 class ReferenceFuser:
     """Evaluates a run with numpy temporaries; stores only the slots marked ``store``. Records what it got."""
 
@@ -58,17 +77,7 @@ class ReferenceFuser:
         def fused(*tensors):
             self.calls += 1
             arrays = [t.numpy(force=True) for t in tensors]     # cpu: views of their memory
-            vals = {k: arrays[k].copy() for k, s in enumerate(sub.slots) if s.load}
-            for n in sub.nodes:
-                xs = [x.value if isinstance(x, _fusion.Constant) else vals[x] for x in n.inputs]
-                if n.op == "fill":
-                    r = n.scalars["value"]
-                else:
-                    r = _np_op(n.op, xs, n.scalars)
-                vals[n.out] = np.asarray(r).astype(arrays[n.out].dtype, copy=False)
-            for k, s in enumerate(sub.slots):
-                if s.store:
-                    arrays[k][...] = vals[k]
+            _evaluate(sub, arrays, {k: arrays[k].copy() for k, s in enumerate(sub.slots) if s.load})
         return fused
 
 
@@ -462,20 +471,7 @@ class FeatureFuser(ReferenceFuser):
                 if s.load:
                     shape = sub.reduced_shape if s.reduced else sub.shape
                     vals[k] = arrays[k].copy() if s.scalar else np.broadcast_to(arrays[k], shape).copy()
-            for n in sub.nodes:
-                xs = [x.value if isinstance(x, _fusion.Constant) else vals[x] for x in n.inputs]
-                if n.op == "fill":
-                    r = n.scalars["value"]
-                elif n.op in ("sum", "amax"):
-                    fn = np.sum if n.op == "sum" else np.max
-                    kw = {"dtype": arrays[n.out].dtype} if n.op == "sum" else {}
-                    r = fn(xs[0], axis=n.scalars["dim"], keepdims=n.scalars["keepdim"], **kw)
-                else:
-                    r = _np_op(n.op, xs, n.scalars)
-                vals[n.out] = np.asarray(r).astype(arrays[n.out].dtype, copy=False)
-            for k, s in enumerate(sub.slots):
-                if s.store:
-                    arrays[k][...] = vals[k]
+            _evaluate(sub, arrays, vals)
         return fused
 
 

@@ -162,6 +162,9 @@ def _differentiable_backward(grad_output, grad_hy, grad_cy, input_gates, hx, cx,
     inputs: differentiable again (create_graph=True)."""
     from .. import stack
     steps = input_gates._shape[0]
+    if steps == 0:
+        return (input_gates * 0, grad_hy if grad_hy is not None else hx * 0, grad_cy if grad_cy is not None else cx * 0,
+                weight_hh * 0)
     order = _order(steps, reverse)
     w_t = weight_hh.t()
     h, c = hx, cx
@@ -184,10 +187,7 @@ def _differentiable_backward(grad_output, grad_hy, grad_cy, input_gates, hx, cx,
         step_w = gates.t().matmul(hs[k])
         grad_w = step_w if grad_w is None else grad_w + step_w
         dh = gates.matmul(weight_hh)
-    if steps == 0:
-        return input_gates * 0, grad_hy if grad_hy is not None else hx * 0, \
-            grad_cy if grad_cy is not None else cx * 0, weight_hh * 0
-    return stack(grads, 0), dh if dh is not None else hx * 0, dc, grad_w
+    return stack(grads, 0), dh, dc, grad_w
 
 
 def _setup_context(ctx, inputs, output):

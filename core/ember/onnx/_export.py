@@ -93,13 +93,17 @@ class _Ctx:
         return self.dyn.value_dims.get(vid, {}) if self.dyn is not None else {}
 
     def name(self, vid):
+        """The graph name of value ``vid``."""
         return f"v{vid}"
 
     def tmp(self, hint):
+        """A fresh graph name starting with ``hint``."""
         self.count += 1
         return f"{hint}_{self.count}"
 
     def node(self, op_type, inputs, outputs=None, **attrs):
+        """Append an ONNX node ``op_type`` (attributes ``attrs``) reading the names ``inputs``, writing ``outputs``
+        (a fresh name when None); returns its first output's name."""
         outputs = outputs or [self.tmp(op_type.lower())]
         self.nodes.append(self.h.make_node(op_type, inputs, outputs, name=self.tmp("n_" + op_type), **attrs))
         return outputs[0]
@@ -113,12 +117,15 @@ class _Ctx:
         return name
 
     def ints(self, values):
+        """An int64 1-d initializer holding ``values``; returns its name."""
         return self.const(list(values), "int64", "ints")
 
     def meta(self, vid):
+        """(shape, dtype) the trace recorded for value ``vid``."""
         return self.graph.values[vid]
 
     def rank(self, vid):
+        """The number of dims of value ``vid``."""
         return len(self.graph.values[vid][0])
 
 
@@ -281,14 +288,17 @@ def _softmax(ctx, n, args, kw, outs):
     ctx.node("Softmax" if n["op"] == "softmax" else "LogSoftmax", [x], [outs[0]], axis=int(dim))
 
 
-def _lstm_cell_nodes(ctx, gates, cx, H, outs):
+def _lstm_cell_nodes(ctx, gates, cx, H, outs, need_hy=False, need_ws=False):
     """The nodes of one LSTM step from its summed gate pre-activations: (hy, cy, workspace), each written to its
-    name in ``outs`` where that is not None."""
+    name in ``outs`` where that is not None. hy and the workspace are made only where an output name or
+    ``need_hy`` / ``need_ws`` asks for them (None otherwise): no dead nodes in the graph."""
     i, f, g, o = (ctx.node(act, [ctx.node("Slice", [gates, ctx.ints([k * H]), ctx.ints([(k + 1) * H]), ctx.ints([1])])])
                   for k, act in enumerate(("Sigmoid", "Sigmoid", "Tanh", "Sigmoid")))
     cy = ctx.node("Add", [ctx.node("Mul", [f, cx]), ctx.node("Mul", [i, g])], outs[1:2] if outs[1] else None)
-    hy = ctx.node("Mul", [o, ctx.node("Tanh", [cy])], [outs[0]] if outs[0] else None)
-    ws = ctx.node("Concat", [i, f, g, o], [outs[2]] if outs[2] else None, axis=1)
+    hy = ctx.node("Mul", [o, ctx.node("Tanh", [cy])], [outs[0]] if outs[0] else None) \
+        if outs[0] is not None or need_hy else None
+    ws = ctx.node("Concat", [i, f, g, o], [outs[2]] if outs[2] else None, axis=1) \
+        if outs[2] is not None or need_ws else None
     return hy, cy, ws
 
 
@@ -317,7 +327,7 @@ def _lstm_layer(ctx, n, args, kw, outs):
     for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
         ig = ctx.node("Gather", [xg, ctx.const(t, "int64", "step")], axis=0)
         h, c, ws = _lstm_cell_nodes(ctx, ctx.node("Add", [ig, ctx.node("MatMul", [h, w_t])]), c, g // 4,
-                                    [None, None, None])
+                                    [None, None, None], need_hy=True, need_ws=outs[4] is not None)
         per_step[t] = (h, c, ws)
     for k, out in ((0, outs[0]), (1, outs[3]), (2, outs[4])):
         if out is not None and steps:

@@ -6,7 +6,8 @@ projections over a padded sequence is then one op, ``_lstm_layer`` (ember.nn._ls
 time loop inside a device kernel, its backward one op with one weight_hh product for the
 sequence). Otherwise the layer loops over the time steps with one hidden-to-hidden matmul
 each; an LSTM or GRU step is then one fused op (``_thnn_fused_lstm_cell`` /
-``_thnn_fused_gru_cell``, ember.nn._fused_rnn) whose backward is one op as well. Parameter names, shapes, gate orders (LSTM: input, forget, cell, output;
+``_thnn_fused_gru_cell``, ember.nn._fused_rnn) whose backward is one op as well. Parameter
+names, shapes, gate orders (LSTM: input, forget, cell, output;
 GRU: reset, update, new) and the default initialisation U(-1/sqrt(hidden_size),
 1/sqrt(hidden_size)) are PyTorch's, so state dicts load across.
 
@@ -199,14 +200,11 @@ class RNNBase(Module):
                 k = layer * num_directions + direction
                 if self.mode == "LSTM" and w_hr is None and active is None:     # the whole layer as one op
                     out, h, c, _, _ = _lstm_layer.lstm_layer(xw, hs[k], cs[k], w_hh, direction == 1)
-                    outs.append(out)
-                    h_n.append(h)
-                    c_n.append(c)
-                    continue
-                if self.mode in ("LSTM", "GRU"):      # transposed once, not once per step
-                    w_hh = (w_hh, w_hh.detach().t().contiguous())
-                out, h, c = _run_direction(step, xw, hs[k], cs[k] if cs is not None else None, w_hh,
-                                           b_hh if self.mode == "GRU" else None, w_hr, direction == 1, active)
+                else:
+                    if self.mode in ("LSTM", "GRU"):      # transposed once, not once per step
+                        w_hh = (w_hh, w_hh.detach().t().contiguous())
+                    out, h, c = _run_direction(step, xw, hs[k], cs[k] if cs is not None else None, w_hh,
+                                               b_hh if self.mode == "GRU" else None, w_hr, direction == 1, active)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)

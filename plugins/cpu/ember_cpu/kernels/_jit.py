@@ -82,7 +82,7 @@ def _probe():
 
 def jit_available() -> bool:
     """Whether the numba loops run (numba imports and EMBER_CPU_JIT is not 0); imports numba the first time."""
-    return bool(_kernels if _kernels is not None else _probe())
+    return jit_kernels() is not None
 
 
 def jit_kernels():

@@ -20,17 +20,6 @@ _NO_BIAS = np.empty(0, np.float32)
 _NO_GRAD = np.empty((0, 0), np.float32)
 
 
-def _jit_operands(*tensors):
-    """The numpy views of ``tensors`` (None stays None) when every one is float32 and C-contiguous, else None."""
-    arrays = []
-    for t in tensors:
-        a = None if t is None else np_view(t)
-        if a is not None and (a.dtype != np.float32 or not a.flags.c_contiguous):
-            return None
-        arrays.append(a)
-    return arrays
-
-
 def _arr(t, cd):
     a = np_view(t)
     return a if a.dtype == cd else a.astype(cd)
@@ -125,20 +114,24 @@ def _lstm_cell_backward_arrays(ghy, gcy, c0, c1, w, gg, gcx, gb):
         np.sum(gg, axis=0, out=gb)
 
 
+def _jit_cell(ig, hg, c0, bi, bh, h, c, w):
+    """``_lstm_cell_arrays`` as the compiled loop (float32, C-contiguous arrays)."""
+    jit_kernels().lstm_cell(ig, hg, c0, _NO_BIAS if bi is None else bi, _NO_BIAS if bh is None else bh, h, c, w)
+
+
+def _jit_cell_backward(ghy, gcy, c0, c1, w, gg, gcx, gb):
+    """``_lstm_cell_backward_arrays`` as the compiled loop (float32, C-contiguous arrays)."""
+    jit_kernels().lstm_cell_backward(_NO_GRAD if ghy is None else ghy, ghy is not None,
+                                     _NO_GRAD if gcy is None else gcy, gcy is not None, c0, c1, w, gg, gcx,
+                                     _NO_BIAS if gb is None else gb, gb is not None)
+
+
 def _cells(cd, *arrays):
-    """(step, step_backward) over arrays of dtype ``cd``: the compiled loops when they run and every array is
-    float32 and C-contiguous, else the numpy ones; both take the numpy functions' arguments."""
-    jit = jit_kernels()
-    if jit is None or cd != np.float32 or not all(a.flags.c_contiguous for a in arrays):
+    """(step, step_backward) over arrays of dtype ``cd``: the compiled loops when they run and every array (None
+    skipped) is float32 and C-contiguous, else the numpy ones; both take the numpy functions' arguments."""
+    if jit_kernels() is None or cd != np.float32 or not all(a.flags.c_contiguous for a in arrays if a is not None):
         return _lstm_cell_arrays, _lstm_cell_backward_arrays
-
-    def step(ig, hg, c0, bi, bh, h, c, w):
-        jit.lstm_cell(ig, hg, c0, _NO_BIAS if bi is None else bi, _NO_BIAS if bh is None else bh, h, c, w)
-
-    def step_backward(ghy, gcy, c0, c1, w, gg, gcx, gb):
-        jit.lstm_cell_backward(_NO_GRAD if ghy is None else ghy, ghy is not None, _NO_GRAD if gcy is None else gcy,
-                               gcy is not None, c0, c1, w, gg, gcx, _NO_BIAS if gb is None else gb, gb is not None)
-    return step, step_backward
+    return _jit_cell, _jit_cell_backward
 
 
 def _copy_back(pairs):
@@ -152,18 +145,13 @@ def fused_lstm_cell(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=
     workspace = (sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)), cy = f * cx + i * g, hy = o * tanh(cy), written
     in place into ``out`` = (hy, cy, workspace).
     """
-    jit = jit_kernels()
-    if jit is not None:
-        arrays = _jit_operands(input_gates, hidden_gates, cx, input_bias, hidden_bias, *out)
-        if arrays is not None:
-            ig, hg, c0, bi, bh, hy, cy, ws = arrays
-            jit.lstm_cell(ig, hg, c0, _NO_BIAS if bi is None else bi, _NO_BIAS if bh is None else bh, hy, cy, ws)
-            return
     cd = compute_np(input_gates._dtype)
     bufs = [_buffer(t, cd) for t in out]
-    _lstm_cell_arrays(_arr(input_gates, cd), _arr(hidden_gates, cd), _arr(cx, cd),
-                      None if input_bias is None else _arr(input_bias, cd),
-                      None if hidden_bias is None else _arr(hidden_bias, cd), bufs[0][0], bufs[1][0], bufs[2][0])
+    args = (_arr(input_gates, cd), _arr(hidden_gates, cd), _arr(cx, cd),
+            *(None if b is None else _arr(b, cd) for b in (input_bias, hidden_bias)), *(b[0] for b in bufs))
+    # the compiled loop only where no operand needed a float32 copy (float16 / bfloat16 take the numpy passes)
+    step = _lstm_cell_arrays if any(b[1] for b in bufs) else _cells(cd, *args)[0]
+    step(*args)
     _copy_back(zip(out, bufs))
 
 
@@ -173,20 +161,12 @@ def fused_lstm_cell_backward_impl(grad_hy, grad_cy, cx, cy, workspace, has_bias,
     (s (1 - s) for the sigmoid gates, 1 - g^2 for the cell gate), grad_cx = gc f and grad_bias the batch sum
     of grad_gates (when ``has_bias``). A None gradient counts as zeros.
     """
-    jit = jit_kernels()
-    if jit is not None:
-        arrays = _jit_operands(grad_hy, grad_cy, cx, cy, workspace, *out)
-        if arrays is not None:
-            ghy, gcy, c0, c1, ws, gg, gcx, gb = arrays
-            jit.lstm_cell_backward(_NO_GRAD if ghy is None else ghy, ghy is not None,
-                                   _NO_GRAD if gcy is None else gcy, gcy is not None, c0, c1, ws, gg, gcx,
-                                   gb, bool(has_bias))
-            return
     cd = compute_np(workspace._dtype)
     bufs = [_buffer(t, cd) for t in out] if has_bias else [_buffer(t, cd) for t in out[:2]]
-    _lstm_cell_backward_arrays(None if grad_hy is None else _arr(grad_hy, cd),
-                               None if grad_cy is None else _arr(grad_cy, cd), _arr(cx, cd), _arr(cy, cd),
-                               _arr(workspace, cd), bufs[0][0], bufs[1][0], bufs[2][0] if has_bias else None)
+    args = (None if grad_hy is None else _arr(grad_hy, cd), None if grad_cy is None else _arr(grad_cy, cd),
+            _arr(cx, cd), _arr(cy, cd), _arr(workspace, cd), bufs[0][0], bufs[1][0], bufs[2][0] if has_bias else None)
+    step_backward = _lstm_cell_backward_arrays if any(b[1] for b in bufs) else _cells(cd, *args)[1]
+    step_backward(*args)
     _copy_back(zip(out, bufs))
 
 
@@ -237,15 +217,13 @@ def lstm_layer_backward(grad_output, grad_hy, grad_cy, hx, cx, weight_hh, output
     go = None if grad_output is None else _arr(grad_output, cd)
     dh = np.zeros((n, h), cd) if grad_hy is None else _c(np_view(grad_hy), cd).copy()
     dc = np.zeros((n, h), cd) if grad_cy is None else _c(np_view(grad_cy), cd).copy()
-    dh_t, dc_next = np.empty((n, h), cd), np.empty((n, h), cd)
+    dh_sum, dc_next = np.empty((n, h), cd), np.empty((n, h), cd)
     _, step_backward = _cells(cd, ws, cs, c0, gi, dh, dc)
     order = range(steps - 1, -1, -1) if reverse else range(steps)
     for k in range(steps - 1, -1, -1):
         t = order[k]
-        if go is not None:
-            np.add(dh, go[t], out=dh_t)
-        else:
-            dh_t[...] = dh
+        # dh itself when there is no output gradient: the cell reads it before the matmul below overwrites it
+        dh_t = dh if go is None else np.add(dh, go[t], out=dh_sum)
         step_backward(dh_t, dc, c0 if k == 0 else cs[order[k - 1]], cs[t], ws[t], gi[t], dc_next, None)
         np.matmul(gi[t], w, out=dh)
         dc, dc_next = dc_next, dc
@@ -336,7 +314,8 @@ def fused_gru_cell_backward(grad_hy, workspace, has_bias, *, out):
 
 
 def register(lib):
-    """Register the fused LSTM and GRU cells, the LSTM layer and their backward ops for device 'cpu', floating dtypes, on ``lib``."""
+    """Register the fused LSTM and GRU cells, the LSTM layer and their backward ops for device 'cpu', floating
+    dtypes, on ``lib``."""
     lib.impl("_thnn_fused_lstm_cell", fused_lstm_cell, device="cpu", dtypes=FLOAT)
     lib.impl("_thnn_fused_lstm_cell_backward_impl", fused_lstm_cell_backward_impl, device="cpu", dtypes=FLOAT)
     lib.impl("_lstm_layer", lstm_layer, device="cpu", dtypes=FLOAT)
