@@ -312,3 +312,22 @@ def test_training_mode_enum_and_select_model_mode_as_torch():
         ember.onnx.export(nn.Linear(2, 2), ember.ones(1, 2), io.BytesIO(), training=ember.onnx.TrainingMode.TRAINING)
     proto = ember.onnx.export(nn.Linear(2, 2).eval(), ember.ones(1, 2), training=ember.onnx.TrainingMode.PRESERVE)
     assert [n.op_type for n in proto.graph.node] == ["Gemm", "Identity"]
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+def test_safe_softmax_exports_with_fully_masked_rows_as_zeros(opset):
+    """Attention with a float mask that masks every key of one query row: ember's _safe_softmax gives that row
+    zeros; the exported Softmax alone would give NaN, so the mapping selects zeros where the row's max is -inf."""
+    mask = ember.zeros(4, 4)
+    mask[1] = float("-inf")
+    mask[2, 3] = float("-inf")
+
+    class Attn(nn.Module):
+        def forward(self, q):
+            return nn.functional.scaled_dot_product_attention(q, q * 0.5, q + 1, attn_mask=mask)
+    q = ember.randn(2, 3, 4, 8)
+    want = Attn()(q)
+    assert bool((want[:, :, 1] == 0).all()) and not bool(want.isnan().any())
+    model, sess = _export(Attn(), q, opset_version=opset)
+    assert "IsInf" in {node.op_type for node in model.graph.node}
+    _close(sess.run(None, {model.graph.input[0].name: q.numpy()})[0], want)

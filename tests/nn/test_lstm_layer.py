@@ -27,8 +27,19 @@ def _layer_inputs(steps, n, h, dtype=ember.float32, seed=0, requires_grad=False)
     return mk(steps, n, 4 * h), mk(n, h), mk(n, h), mk(4 * h, h)
 
 
+@pytest.fixture(params=["whole product", "row blocks"])
+def blocks(request, monkeypatch):
+    """Run the test with the per-step product as ember-cpu measures it here, then split into row blocks (0, 1, m)
+    whatever the timing says (the split is taken only for larger products than these tests use)."""
+    from ember_cpu.kernels import rnn
+    monkeypatch.setattr(rnn, "_ROW_BLOCKS", {})
+    if request.param == "row blocks":
+        monkeypatch.setattr(rnn, "_measure_row_blocks", lambda m, k, n, dtype, run: (0, 1, m))
+    return request.param
+
+
 @pytest.mark.parametrize("reverse", [False, True])
-def test_layer_equals_the_per_step_ops(kernels, reverse):
+def test_layer_equals_the_per_step_ops(kernels, blocks, reverse):
     """The layer op's forward and backward against the same LSTM run step by step with the fused cell ops and
     autograd (float32: the same cell kernel, the products summed in another order)."""
     ig, hx, cx, w = _layer_inputs(7, 3, 16, requires_grad=True)
@@ -59,6 +70,21 @@ def test_compiled_loop_and_numpy_kernels_agree(monkeypatch):
     bwd_np = LL.lstm_layer_backward(go, None, None, hx, cx, w, fwd_np[0], fwd_np[3], fwd_np[4], False)
     for a, b in zip(fwd + bwd, fwd_np + bwd_np):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_row_blocks_cover_the_rows_in_order(jit):
+    """The measured row blocks of the benchmark's recurrent product ((20, 128) @ (128, 512)) are bounds from 0 to
+    20, increasing, each block under the unpacked size where there is more than one."""
+    if jit and not _jit.jit_available():
+        pytest.skip("numba is not installed: ember-cpu runs its numpy kernels")
+    from ember_cpu.kernels import rnn
+    for k, n in [(128, 512), (512, 128)]:
+        bounds = rnn._measure_row_blocks(20, k, n, np.float32, _jit.jit_kernels().matmul_rows if jit
+                                         else rnn._numpy_matmul_rows)
+        assert bounds[0] == 0 and bounds[-1] == 20 and all(a < b for a, b in zip(bounds, bounds[1:]))
+        if len(bounds) > 2:
+            assert max(b - a for a, b in zip(bounds, bounds[1:])) * k * n < rnn._UNPACKED_MACS
 
 
 def test_second_derivatives(kernels):

@@ -22,8 +22,8 @@ from .._dispatch import declare
 from .._tensor import Tensor, _wrap_dim
 from ._meta import check_tensor, meta_cache, same_device
 
-__all__ = ["linear", "relu", "relu_", "softmax", "log_softmax", "threshold_backward", "_log_softmax_backward_data",
-           "_softmax_backward_data", "nll_loss", "nll_loss_backward", "im2col", "col2im",
+__all__ = ["linear", "relu", "relu_", "softmax", "_safe_softmax", "log_softmax", "threshold_backward",
+           "_log_softmax_backward_data", "_softmax_backward_data", "nll_loss", "nll_loss_backward", "im2col", "col2im",
            "max_pool2d_with_indices", "max_pool2d_with_indices_backward", "constant_pad_nd", "embedding"]
 
 _name = D.torch_name
@@ -173,7 +173,9 @@ relu_ = relu.inplace
 
 
 # ---------------------------------------------------------------- softmax / log_softmax
-def _softmax_meta_for(op):
+def _softmax_meta_for(op, kernel=None):
+    kernel = kernel or op
+
     @_memo
     def meta(self, dim, dtype=None):
         check_tensor(self, op)
@@ -185,7 +187,7 @@ def _softmax_meta_for(op):
         out = dtype or self._dtype
         if not out.is_floating_point:
             last = d == builtins.max(len(self._shape), 1) - 1
-            raise _not_impl(f"{op}_lastdim_kernel_impl" if last else f"{op}_kernel_impl", out)
+            raise _not_impl(f"{kernel}_lastdim_kernel_impl" if last else f"{kernel}_kernel_impl", out)
         return (*_key(self, out), self._shape, out)
     return meta
 
@@ -199,6 +201,19 @@ def _softmax_composite(self, dim, dtype=None, *, out):
         dim = 0
     e = (x - x.amax(dim, keepdim=True)).exp()
     out.copy_((e / e.sum(dim, keepdim=True)).reshape(out._shape))
+
+
+def _safe_softmax_composite(self, dim, dtype=None, *, out):
+    x = self.to(dtype) if dtype is not None and dtype is not self._dtype else self
+    if x.numel() == 0:
+        return
+    if x.dim() == 0:
+        x = x.reshape(1)
+        dim = 0
+    m = x.amax(dim, keepdim=True)
+    dead = m.isneginf()                 # rows with every entry -inf: exp(x - 0) = 0 over a sum of 1 gives 0
+    e = (x - m.masked_fill(dead, 0)).exp()
+    out.copy_((e / e.sum(dim, keepdim=True).masked_fill(dead, 1)).reshape(out._shape))
 
 
 def _log_softmax_composite(self, dim, dtype=None, *, out):
@@ -217,6 +232,11 @@ _SOFTMAX_DOC = ("over ``dim`` (matches torch.{0}): shape kept; ``dtype`` casts t
                 "dim out of range.")
 softmax = declare("softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _softmax_meta_for("softmax"),
                   composite=_softmax_composite, doc="exp(x) / sum(exp(x)) " + _SOFTMAX_DOC.format("softmax"))
+_safe_softmax = declare(
+    "_safe_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor", _softmax_meta_for("_safe_softmax", "softmax"),
+    composite=_safe_softmax_composite,
+    doc="softmax with rows of all -inf giving zeros instead of NaN, as attention uses for fully masked query rows "
+        + _SOFTMAX_DOC.format("_safe_softmax").replace("Computed stably", "Otherwise as softmax: computed stably"))
 log_softmax = declare("log_softmax(Tensor self, int dim, ScalarType? dtype=None) -> Tensor",
                       _softmax_meta_for("log_softmax"), composite=_log_softmax_composite,
                       doc="x - log(sum(exp(x))) " + _SOFTMAX_DOC.format("log_softmax"))

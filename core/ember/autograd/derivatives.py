@@ -188,6 +188,7 @@ DERIVATIVES = {
     "threshold_backward": {"grad_output": "threshold_backward(grad, self, threshold)",
                            "name": "ThresholdBackwardBackward0"},
     "softmax": {"self": "softmax_grad(grad, result, dim)", "name": "SoftmaxBackward0"},
+    "_safe_softmax": {"self": "softmax_grad(grad, result, dim)", "name": "SafeSoftmaxBackward0"},
     "log_softmax": {"self": "log_softmax_grad(grad, result, dim)", "name": "LogSoftmaxBackward0"},
     "_softmax_backward_data": {
         "grad_output": "softmax_grad(grad, output, dim)",

@@ -288,6 +288,22 @@ def _softmax(ctx, n, args, kw, outs):
     ctx.node("Softmax" if n["op"] == "softmax" else "LogSoftmax", [x], [outs[0]], axis=int(dim))
 
 
+@_maps("_safe_softmax", "Softmax, ReduceMax, IsInf, Where (Cast for dtype=)")
+def _safe_softmax(ctx, n, args, kw, outs):
+    x, dim = args[0], int(args[1])
+    dtype = args[2] if len(args) > 2 else None
+    dt = ctx.meta(n["args"][0]["v"])[1] if dtype is None else str(dtype).replace("ember.", "")
+    if dtype is not None:
+        x = ctx.node("Cast", [x], to=_elem(dt))
+    # ONNX's Softmax gives NaN for a row of all -inf: those rows (their maximum -inf) are replaced by zeros
+    if ctx.opset >= 18:
+        top = ctx.node("ReduceMax", [x, ctx.ints([dim])], keepdims=1)
+    else:
+        top = ctx.node("ReduceMax", [x], axes=[dim], keepdims=1)
+    dead = ctx.node("IsInf", [top], detect_positive=0)
+    ctx.node("Where", [dead, ctx.const(0, dt, "zero"), ctx.node("Softmax", [x], axis=dim)], [outs[0]])
+
+
 def _lstm_cell_nodes(ctx, gates, cx, H, outs, need_hy=False, need_ws=False):
     """The nodes of one LSTM step from its summed gate pre-activations: (hy, cy, workspace), each written to its
     name in ``outs`` where that is not None. hy and the workspace are made only where an output name or

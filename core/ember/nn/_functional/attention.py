@@ -74,9 +74,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if masked is not None:
         scores = scores.masked_fill(masked, float("-inf"))
     if masked is not None or (attn_mask is not None and attn_mask._dtype != D.bool):
-        # rows with every position masked: softmax over zeros, then zeroed (no NaN in values or gradients)
-        dead = ember.isneginf(scores).all(-1, keepdim=True)
-        weights = softmax(scores.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
+        # rows with every position masked give zeros, not NaN, in values and gradients (PyTorch's _safe_softmax)
+        weights = ember._safe_softmax(scores, -1)
     else:
         weights = softmax(scores, -1)
     if dropout_p > 0.0:

@@ -109,12 +109,33 @@ def _softmax_samples(op, device, dtype, requires_grad=False):
                       name="-inf entry")
 
 
+def _safe_softmax_ref(x, dim, dtype=None):
+    r = _softmax_ref(x, dim, dtype)
+    if x.ndim and x.size:
+        r = np.where(np.all(np.isneginf(x), axis=dim, keepdims=True), 0, r).astype(r.dtype)
+    return r
+
+
+def _safe_softmax_samples(op, device, dtype, requires_grad=False):
+    yield from _softmax_samples(op, device, dtype, requires_grad)
+    import ember
+    m = _Mk(op, device, dtype, requires_grad)
+    x = make_tensor((3, 4), device="cpu", dtype=dtype, seed=m.seed()).numpy().astype(np.float64)
+    x[1, :] = -np.inf
+    x[2, 1] = -np.inf
+    yield SampleInput(with_grad(ember.tensor(x.astype(np.float32), dtype=dtype, device=device), requires_grad),
+                      (1,), name="a row of all -inf (masked attention)")
+    yield SampleInput(with_grad(ember.tensor(x.astype(np.float32), dtype=dtype, device=device), requires_grad),
+                      (0,), name="all -inf row, dim=0")
+
+
 def _softmax_errors(op, device):
     import ember
     x = make_tensor((3, 4), device=device, seed=1)
     yield ErrorInput(SampleInput(x, (2,)), IndexError, r"Dimension out of range")
     yield ErrorInput(SampleInput(make_tensor((3, 4), device=device, dtype=ember.int64, seed=1), (1,)),
-                     NotImplementedError, rf"\"{op.name}_lastdim_kernel_impl\" not implemented for 'Long'")
+                     NotImplementedError, rf"\"{op.name.replace('_safe_', '')}_lastdim_kernel_impl\" not implemented "
+                                          "for 'Long'")
 
 
 
@@ -831,6 +852,9 @@ def _build():
                supports_out=True, inplace=lambda t: ember.relu_(t), exact=True))
     add(OpInfo("softmax", op=N.softmax, ref=upcast(_softmax_ref), dtypes=FLOATING, sample_inputs=_softmax_samples,
                error_inputs=_softmax_errors, supports_autograd=True, supports_out=True))
+    add(OpInfo("_safe_softmax", op=N._safe_softmax, ref=upcast(_safe_softmax_ref), dtypes=FLOATING,
+               sample_inputs=_safe_softmax_samples, error_inputs=_softmax_errors, supports_autograd=True,
+               supports_out=True))
     add(OpInfo("log_softmax", op=N.log_softmax, ref=upcast(partial(_softmax_ref, log=True)), dtypes=FLOATING,
                sample_inputs=_softmax_samples, error_inputs=_softmax_errors, supports_autograd=True,
                supports_out=True, tolerances={"float16": (1e-3, 5e-3), "bfloat16": (1.6e-2, 5e-2)}))

@@ -160,3 +160,61 @@ def add_rows(a, index, source):
         src = source[k]
         for j in range(row.shape[0]):
             row[j] += src[j]
+
+
+@_jit
+def _sum_into(dst, x, y):
+    for j in range(dst.size):
+        dst[j] = x[j] + y[j]
+
+
+@_jit
+def matmul_rows(a, b, out, bounds):
+    """out[s] = a[s] @ b for each row block s = bounds[k]:bounds[k + 1] (numba's np.dot: a BLAS gemm per block;
+    see rnn._row_blocks for why a product is split)."""
+    for k in range(bounds.shape[0] - 1):
+        np.dot(a[bounds[k]:bounds[k + 1]], b, out[bounds[k]:bounds[k + 1]])
+
+
+@_jit
+def lstm_layer(input_gates, hx, cx, weight_hh_t, reverse, bounds, output, cell_states, workspace, hidden_gates):
+    """The LSTM layer's time loop (``_lstm_layer``): per step (from L - 1 down when ``reverse``) hidden_gates =
+    h @ weight_hh_t by row blocks, then ``lstm_cell`` into the step's slices of output / cell_states / workspace.
+    input_gates (L, N, 4H), hx / cx (N, H), weight_hh_t (H, 4H), hidden_gates (N, 4H) scratch."""
+    steps = input_gates.shape[0]
+    none = np.empty(0, np.float32)
+    h, c = hx, cx
+    for k in range(steps):
+        t = steps - 1 - k if reverse else k
+        matmul_rows(h, weight_hh_t, hidden_gates, bounds)
+        lstm_cell(input_gates[t], hidden_gates, c, none, none, output[t], cell_states[t], workspace[t])
+        h, c = output[t], cell_states[t]
+
+
+@_jit
+def lstm_layer_backward(grad_output, has_grad_output, dh, dc, dc_next, dh_sum, cx, weight_hh, cell_states,
+                        workspace, grad_gates, reverse, bounds):
+    """The steps of ``_lstm_layer_backward`` from the last one run: dh (N, H) and dc (N, H) enter holding the
+    gradients of hy and cy (zeros for none); per step the cell backward writes the step's grad_gates slice and
+    the next dc (into dc_next, the two swapped), then dh = grad_gates[t] @ weight_hh by row blocks. grad_output
+    (L, N, H) is added to dh first when ``has_grad_output`` (into dh_sum). Returns the array holding grad_cx;
+    dh holds grad_hx."""
+    steps = workspace.shape[0]
+    none_b = np.empty(0, np.float32)
+    for k in range(steps - 1, -1, -1):
+        t = steps - 1 - k if reverse else k
+        dh_t = dh
+        if has_grad_output:
+            go = grad_output[t]
+            for r in range(dh.shape[0]):
+                _sum_into(dh_sum[r], dh[r], go[r])
+            dh_t = dh_sum
+        if k == 0:
+            c0 = cx
+        else:
+            c0 = cell_states[steps - k if reverse else k - 1]
+        lstm_cell_backward(dh_t, True, dc, True, c0, cell_states[t], workspace[t], grad_gates[t], dc_next, none_b,
+                           False)
+        matmul_rows(grad_gates[t], weight_hh, dh, bounds)
+        dc, dc_next = dc_next, dc
+    return dc

@@ -1,6 +1,8 @@
 """Helpers shared by the cpu kernels: numpy views, compute dtypes, low-precision handling."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import ember
@@ -8,7 +10,7 @@ from ember import Tensor
 
 from .._runtime import np_view
 
-__all__ = ["np_view", "operand", "LOWP", "compute_np", "ALL", "FLOAT", "np_dtype", "write", "transposed"]
+__all__ = ["np_view", "operand", "LOWP", "compute_np", "ALL", "FLOAT", "np_dtype", "write", "transposed", "sum_gemv"]
 
 ALL = ember.library.ALL_DENSE
 FLOAT = ember.library.FLOATING
@@ -53,3 +55,54 @@ def transposed(a: np.ndarray) -> np.ndarray:
                 blocks = np.ascontiguousarray(a.reshape(N, M // b, b).transpose(1, 0, 2))     # (M / b, N, b)
                 return np.ascontiguousarray(blocks.transpose(0, 2, 1)).reshape(M, N)
     return np.ascontiguousarray(a.T)
+
+
+_ONES: dict = {}
+_GEMV_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+# a trailing-axis sum by gemv accumulates each row in the BLAS's few running partial sums, where numpy's is
+# pairwise: kept to rows short enough that this costs no accuracy that matters
+_GEMV_MAX_ROW = 4096
+# below this many elements numpy's reduction is as fast (the gemv's call costs ~1.5 µs)
+_GEMV_MIN_SIZE = 16384
+
+
+def _ones(n, dtype):
+    v = _ONES.get((n, dtype))
+    if v is None:
+        if len(_ONES) > 256:
+            _ONES.clear()
+        v = np.ones(n, dtype)
+        v.flags.writeable = False
+        _ONES[(n, dtype)] = v
+    return v
+
+
+def sum_gemv(a: np.ndarray, axes: tuple, out: np.ndarray) -> bool:
+    """out <- the sum of ``a`` over ``axes`` as one BLAS matrix-vector product with a vector of ones, where that
+    applies: ``a`` C-contiguous float32 / float64 of at least 16384 elements, ``axes`` a leading block
+    (0, ..., k - 1) or a trailing block (k, ..., ndim - 1) of its axes but not all of them (a trailing row at
+    most 4096 long), ``out`` C-contiguous of a's dtype with the kept elements. Returns False (``out``
+    untouched) otherwise.
+
+    numpy reduces a short last axis one row at a time and a leading axis one row-add at a time; the gemv does
+    either in one streaming pass (a (700, 512) float32 bias gradient: 39 -> 18 µs; (512, 64) rows: 11 -> 2, one
+    thread). A sum of zeros is +0, as PyTorch's (numpy's keeps -0)."""
+    nd = a.ndim
+    axes = tuple(sorted(axes))
+    k = len(axes)
+    if (a.dtype not in _GEMV_DTYPES or not 0 < k < nd or a.size < _GEMV_MIN_SIZE or not a.flags.c_contiguous
+            or out.dtype != a.dtype or not out.flags.c_contiguous or np.may_share_memory(a, out)):
+        return False
+    if axes == tuple(range(k)):
+        r = math.prod(a.shape[:k])
+        if out.size != a.size // r:
+            return False
+        np.matmul(_ones(r, a.dtype), a.reshape(r, -1), out=out.reshape(-1))
+        return True
+    if axes == tuple(range(nd - k, nd)):
+        c = math.prod(a.shape[nd - k:])
+        if c > _GEMV_MAX_ROW or out.size != a.size // c:
+            return False
+        np.matmul(a.reshape(-1, c), _ones(c, a.dtype), out=out.reshape(-1))
+        return True
+    return False

@@ -15,7 +15,7 @@ import numpy as np
 import ember
 from ember import Tensor
 
-from ._util import ALL, compute_np, np_view, write
+from ._util import ALL, compute_np, np_view, sum_gemv, write
 
 
 # ---------------------------------------------------------------- helpers
@@ -65,7 +65,9 @@ def sum_(self, dim=None, keepdim=False, *, dtype=None, out):
     a = _arr(self, cd)
     o = np_view(out)
     if o.dtype == cd:               # straight into out (np.sum's own pairwise sums, without its Python wrapper)
-        np.add.reduce(a, axis=_axes(a.ndim, dim), keepdims=keepdim, dtype=cd, out=o)
+        ax = _axes(a.ndim, dim)
+        if not sum_gemv(a, ax, o):
+            np.add.reduce(a, axis=ax, keepdims=keepdim, dtype=cd, out=o)
         return
     write(out, np.sum(a, axis=_axes(a.ndim, dim), keepdims=keepdim, dtype=cd))
 
@@ -96,6 +98,10 @@ def mean(self, dim=None, keepdim=False, *, dtype=None, out):
     cd = compute_np(dtype or self._dtype)
     a = _arr(self, cd)
     ax = _axes(a.ndim, dim)
+    o = np_view(out)
+    if o.dtype == cd and sum_gemv(a, ax, o):
+        o /= cd.type(_count(a.shape, ax))
+        return
     with np.errstate(all="ignore"):
         write(out, np.sum(a, axis=ax, keepdims=keepdim, dtype=cd) / cd.type(_count(a.shape, ax)))
 
@@ -199,10 +205,26 @@ def _variance(self, dim, correction, keepdim):
     n = _count(a.shape, ax)
     correction = 1 if correction is None else correction
     with np.errstate(all="ignore"):
-        m = np.sum(a, axis=ax, keepdims=True) / a.dtype.type(n)
-        d = a - m
-        sq = (d.real * d.real + d.imag * d.imag) if a.dtype.kind == "c" else d * d
-        return np.sum(sq, axis=ax, keepdims=keepdim) / sq.dtype.type(n - correction if n > correction else 0)
+        m = _sum(a, ax, True)
+        m /= a.dtype.type(n)
+        d = np.subtract(a, m, out=np.empty(a.shape, a.dtype))
+        if a.dtype.kind == "c":
+            sq = d.real * d.real + d.imag * d.imag
+        else:
+            sq = np.multiply(d, d, out=d)
+        r = _sum(sq, ax, keepdim)
+        r /= sq.dtype.type(n - correction if n > correction else 0)
+        return r
+
+
+def _sum(a, ax, keepdim):
+    """``np.sum(a, axis=ax, keepdims=keepdim)`` as a fresh array, by ``sum_gemv`` where it applies."""
+    shape = tuple(1 if i in ax else s for i, s in enumerate(a.shape)) if keepdim else \
+        tuple(s for i, s in enumerate(a.shape) if i not in ax)
+    r = np.empty(shape, a.dtype)
+    if not sum_gemv(a, ax, r):
+        np.add.reduce(a, axis=ax, keepdims=keepdim, out=r)
+    return r
 
 
 def var(self, dim=None, *, correction=None, keepdim=False, out):

@@ -11,6 +11,8 @@ numba is not.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ._jit import jit_kernels
@@ -18,6 +20,7 @@ from ._util import FLOAT, compute_np, np_view, write
 
 _NO_BIAS = np.empty(0, np.float32)
 _NO_GRAD = np.empty((0, 0), np.float32)
+_NO_STEPS = np.empty((0, 0, 0), np.float32)
 
 
 def _arr(t, cd):
@@ -175,10 +178,63 @@ def _c(a, cd):
     return np.ascontiguousarray(a, dtype=cd)
 
 
+# Row blocks of the recurrence's per-step product, measured once per (m, k, n, dtype, loop) in a process.
+_ROW_BLOCKS: dict = {}
+# OpenBLAS multiplies without packing its operands below about 2^20 multiply-adds (its "small matrix" kernels):
+# a (20, 128) @ (128, 512) step takes 35 µs whole and 25 as 12 + 8 rows. That is a candidate, not an assumption:
+# _measure_row_blocks keeps a split only where it times faster here.
+_UNPACKED_MACS = 1 << 20
+
+
+def _numpy_matmul_rows(a, b, out, bounds):
+    for i, j in zip(bounds[:-1], bounds[1:]):
+        np.matmul(a[i:j], b, out=out[i:j])
+
+
+def _row_blocks(m, k, n, dtype, jit):
+    """Row-block bounds (0, ..., m) for an (m, k) @ (k, n) product of ``dtype`` (by numba's np.dot when ``jit``,
+    else numpy's matmul, two different BLAS builds), as measured fastest on this machine: the whole product, or
+    blocks each under ``_UNPACKED_MACS`` multiply-adds (greedy, greedy in multiples of 4 rows, or even) when
+    those run at least 15 % faster. A row's values are the same either way up to the summation order the BLAS
+    picks per call."""
+    key = (m, k, n, np.dtype(dtype).str, jit)
+    bounds = _ROW_BLOCKS.get(key)
+    if bounds is None:
+        run = jit_kernels().matmul_rows if jit else _numpy_matmul_rows
+        bounds = _ROW_BLOCKS[key] = _measure_row_blocks(m, k, n, dtype, run)
+    return bounds
+
+
+def _measure_row_blocks(m, k, n, dtype, run):
+    whole = (0, m)
+    rows = (_UNPACKED_MACS - 1) // max(k * n, 1)
+    if rows < 4 or rows >= m:
+        return whole
+    count = -(-m // rows)
+    candidates = [(*range(0, m, size), m) for size in {rows, rows - rows % 4}]
+    candidates.append(tuple(i * m // count for i in range(count + 1)))
+    a, b, c = np.ones((m, k), dtype), np.ones((k, n), dtype), np.empty((m, n), dtype)
+
+    def best(bounds):
+        bounds = np.array(bounds, np.intp)
+        run(a, b, c, bounds)                        # (numba compiles on the first call)
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(4):
+                run(a, b, c, bounds)
+            times.append(time.perf_counter() - t0)
+        return min(times)
+    t_whole = best(whole)
+    t_split, split = min(((best(bounds), bounds) for bounds in candidates), key=lambda tb: tb[0])
+    return split if t_split < 0.85 * t_whole else whole
+
+
 def lstm_layer(input_gates, hx, cx, weight_hh, reverse=False, *, out):
-    """cpu kernel of ``_lstm_layer``, floating dtypes: per step (from L - 1 down when ``reverse``) one numpy matmul
-    h @ weight_hh.T into a scratch array and one cell (``_cells``) writing straight into the step's slices of
-    ``out`` = (output, hy, cy, cell_states, workspace)."""
+    """cpu kernel of ``_lstm_layer``, floating dtypes: per step (from L - 1 down when ``reverse``) h @ weight_hh.T
+    into a scratch array (by ``_row_blocks``) and one cell writing straight into the step's slices of ``out`` =
+    (output, hy, cy, cell_states, workspace). The whole loop is one numba call where ``_cells`` picks the
+    compiled cell, else a Python loop of numpy calls."""
     cd = compute_np(input_gates._dtype)
     xg, h0, c0 = _c(np_view(input_gates), cd), _c(np_view(hx), cd), _c(np_view(cx), cd)
     bufs = [_buffer(t, cd) for t in out]
@@ -187,22 +243,32 @@ def lstm_layer(input_gates, hx, cx, weight_hh, reverse=False, *, out):
     w_t = _c(np_view(weight_hh), cd).T.copy()           # (H, 4H): a contiguous right operand for every step
     hg = np.empty((n, g), cd)
     step, _ = _cells(cd, xg, h0, c0, o, cs, ws)
-    h, c = h0, c0
-    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-        np.matmul(h, w_t, out=hg)
-        step(xg[t], hg, c, None, None, o[t], cs[t], ws[t])
-        h, c = o[t], cs[t]
-    hy[...] = h
-    cy[...] = c
+    jit = step is _jit_cell
+    bounds = _row_blocks(n, w_t.shape[0], g, cd, jit)
+    if jit:
+        jit_kernels().lstm_layer(xg, h0, c0, w_t, reverse, np.array(bounds, np.intp), o, cs, ws, hg)
+    else:
+        h, c = h0, c0
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            _numpy_matmul_rows(h, w_t, hg, bounds)
+            step(xg[t], hg, c, None, None, o[t], cs[t], ws[t])
+            h, c = o[t], cs[t]
+    if steps:
+        last = 0 if reverse else steps - 1
+        hy[...] = o[last]
+        cy[...] = cs[last]
+    else:
+        hy[...] = h0
+        cy[...] = c0
     _copy_back(zip(out, bufs))
 
 
 def lstm_layer_backward(grad_output, grad_hy, grad_cy, hx, cx, weight_hh, output, cell_states, workspace, reverse,
                         *, out):
     """cpu kernel of ``_lstm_layer_backward``, floating dtypes: the steps backward from the last one run, each one
-    cell backward (``_cells``) into its slice of grad_input_gates and one numpy matmul for the hidden state's
-    gradient; then grad_weight_hh as one product over all steps. ``out`` = (grad_input_gates, grad_hx, grad_cx,
-    grad_weight_hh); None gradients count as zeros."""
+    cell backward into its slice of grad_input_gates and the hidden state's gradient (by ``_row_blocks``), all
+    one numba call where ``_cells`` picks the compiled cell; then grad_weight_hh as one product over all steps.
+    ``out`` = (grad_input_gates, grad_hx, grad_cx, grad_weight_hh); None gradients count as zeros."""
     cd = compute_np(workspace._dtype)
     ws, cs = _c(np_view(workspace), cd), _c(np_view(cell_states), cd)
     c0 = _c(np_view(cx), cd)
@@ -214,19 +280,25 @@ def lstm_layer_backward(grad_output, grad_hy, grad_cy, hx, cx, weight_hh, output
     if not gi.flags.c_contiguous:
         gi = np.empty(gi.shape, cd)
         bufs[0] = (gi, True)
-    go = None if grad_output is None else _arr(grad_output, cd)
+    go = None if grad_output is None else _c(np_view(grad_output), cd)
     dh = np.zeros((n, h), cd) if grad_hy is None else _c(np_view(grad_hy), cd).copy()
     dc = np.zeros((n, h), cd) if grad_cy is None else _c(np_view(grad_cy), cd).copy()
     dh_sum, dc_next = np.empty((n, h), cd), np.empty((n, h), cd)
-    _, step_backward = _cells(cd, ws, cs, c0, gi, dh, dc)
-    order = range(steps - 1, -1, -1) if reverse else range(steps)
-    for k in range(steps - 1, -1, -1):
-        t = order[k]
-        # dh itself when there is no output gradient: the cell reads it before the matmul below overwrites it
-        dh_t = dh if go is None else np.add(dh, go[t], out=dh_sum)
-        step_backward(dh_t, dc, c0 if k == 0 else cs[order[k - 1]], cs[t], ws[t], gi[t], dc_next, None)
-        np.matmul(gi[t], w, out=dh)
-        dc, dc_next = dc_next, dc
+    _, step_backward = _cells(cd, ws, cs, c0, gi, dh, dc, go)
+    jit = step_backward is _jit_cell_backward
+    bounds = _row_blocks(n, g, h, cd, jit)
+    if jit:
+        dc = jit_kernels().lstm_layer_backward(_NO_STEPS if go is None else go, go is not None, dh, dc, dc_next,
+                                               dh_sum, c0, w, cs, ws, gi, reverse, np.array(bounds, np.intp))
+    else:
+        order = range(steps - 1, -1, -1) if reverse else range(steps)
+        for k in range(steps - 1, -1, -1):
+            t = order[k]
+            # dh itself when there is no output gradient: the cell reads it before the matmul below overwrites it
+            dh_t = dh if go is None else np.add(dh, go[t], out=dh_sum)
+            step_backward(dh_t, dc, c0 if k == 0 else cs[order[k - 1]], cs[t], ws[t], gi[t], dc_next, None)
+            _numpy_matmul_rows(gi[t], w, dh, bounds)
+            dc, dc_next = dc_next, dc
     ghx[...] = dh
     gcx[...] = dc
     h_prev = np.empty((steps, n, h), cd)                 # the hidden state each step started from
