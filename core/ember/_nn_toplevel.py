@@ -11,6 +11,7 @@ the errors and the docs are F's.
 from __future__ import annotations
 
 __all__ = ["conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "layer_norm",
+           "native_layer_norm",
            "group_norm", "rms_norm", "batch_norm", "instance_norm", "dropout", "dropout_", "alpha_dropout",
            "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "feature_dropout", "feature_dropout_",
            "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle", "avg_pool1d",
@@ -61,6 +62,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """torch.conv_transpose3d: see ember.nn.functional.conv_transpose3d."""
     return _F().conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """torch.native_layer_norm: (out, mean, rstd), see ember.nn._layer_norm.native_layer_norm."""
+    from .nn._layer_norm import native_layer_norm as op
+    return op(input, list(normalized_shape), weight, bias, float(eps))
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):

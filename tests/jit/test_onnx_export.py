@@ -331,3 +331,21 @@ def test_safe_softmax_exports_with_fully_masked_rows_as_zeros(opset):
     model, sess = _export(Attn(), q, opset_version=opset)
     assert "IsInf" in {node.op_type for node in model.graph.node}
     _close(sess.run(None, {model.graph.input[0].name: q.numpy()})[0], want)
+
+
+@pytest.mark.parametrize("opset", [13, 17, 18])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_exports_as_one_node_from_opset_17(opset, affine):
+    """native_layer_norm: ONNX's LayerNormalization from opset 17 on, the decomposition before; both run in
+    onnxruntime as ember (the normalization over two trailing dims, with and without weight and bias)."""
+    ember.manual_seed(0)
+    m = nn.LayerNorm([4, 6], elementwise_affine=affine)
+    if affine:
+        with ember.no_grad():
+            m.weight.uniform_(0.5, 1.5)
+            m.bias.normal_()
+    x = ember.randn(3, 4, 6) * 3 + 1
+    model, sess = _export(m, x, opset_version=opset)
+    ops = {node.op_type for node in model.graph.node}
+    assert ("LayerNormalization" in ops) == (opset >= 17)
+    _close(sess.run(None, {model.graph.input[0].name: x.numpy()})[0], m(x))

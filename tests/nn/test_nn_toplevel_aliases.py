@@ -24,6 +24,7 @@ PROGRAMS = {
     "conv_transpose2d": lambda L, t: L.conv_transpose2d(t(X4), t(RNG_W((4, 2, 3, 3))), None, 2, 1, 1, 2),
     "conv_transpose3d": lambda L, t: L.conv_transpose3d(t(X5), t(RNG_W((4, 2, 2, 2, 2))), None, 2),
     "layer_norm": lambda L, t: L.layer_norm(t(X4), (5, 6), t(RNG_W((5, 6))), None, 1e-5),
+    "native_layer_norm": lambda L, t: L.native_layer_norm(t(X4), (5, 6), t(RNG_W((5, 6))), t(RNG_W((5, 6))), 1e-5),
     "group_norm": lambda L, t: L.group_norm(t(X4), 2, t(RNG_W((4,))), t(RNG_W((4,)))),
     "rms_norm": lambda L, t: L.rms_norm(t(X4), (6,), t(RNG_W((6,)))),
     "batch_norm": lambda L, t: L.batch_norm(t(X4), t(RNG_W((4,))), None, t(np.zeros(4)), t(np.ones(4)), True, 0.1,

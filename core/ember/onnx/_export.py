@@ -288,6 +288,38 @@ def _softmax(ctx, n, args, kw, outs):
     ctx.node("Softmax" if n["op"] == "softmax" else "LogSoftmax", [x], [outs[0]], axis=int(dim))
 
 
+@_maps("native_layer_norm", "LayerNormalization (opset 17 on; before: ReduceMean, Sub, Mul, Add, Sqrt, Reciprocal)")
+def _layer_norm(ctx, n, args, kw, outs):
+    x, ns, w, b, eps = args[:5]
+    dt = ctx.meta(n["args"][0]["v"])[1]
+    k = len(ns)
+    if ctx.opset >= 17:
+        if w is None:                   # ONNX's Scale is required
+            w = ctx.const(_ones_list(ns), dt, "ones")
+        names = [outs[0] or ctx.tmp("ln"), outs[1] or "", outs[2] or ""]
+        while names[-1] == "":
+            names.pop()
+        ctx.node("LayerNormalization", [x, w] + ([b] if b is not None else []), names, axis=-k, epsilon=float(eps))
+        return
+    axes = list(range(-k, 0))
+    mean = ctx.node("ReduceMean", [x], [outs[1]] if outs[1] else None, axes=axes, keepdims=1)
+    d = ctx.node("Sub", [x, mean])
+    var = ctx.node("ReduceMean", [ctx.node("Mul", [d, d])], axes=axes, keepdims=1)
+    rstd = ctx.node("Reciprocal", [ctx.node("Sqrt", [ctx.node("Add", [var, ctx.const(eps, dt, "eps")])])],
+                    [outs[2]] if outs[2] else None)
+    y = ctx.node("Mul", [d, rstd], [outs[0]] if outs[0] and w is None and b is None else None)
+    if w is not None:
+        y = ctx.node("Mul", [y, w], [outs[0]] if outs[0] and b is None else None)
+    if b is not None:
+        ctx.node("Add", [y, b], [outs[0]] if outs[0] else None)
+
+
+def _ones_list(shape):
+    """Nested lists of ones of ``shape`` (a constant's value)."""
+    import numpy as np
+    return np.ones(tuple(shape)).tolist()
+
+
 @_maps("_safe_softmax", "Softmax, ReduceMax, IsInf, Where (Cast for dtype=)")
 def _safe_softmax(ctx, n, args, kw, outs):
     x, dim = args[0], int(args[1])

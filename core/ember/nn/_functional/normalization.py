@@ -9,6 +9,7 @@ from __future__ import annotations
 import ember
 from ..._autocast_state import autocast_function
 from ... import _dtype as D
+from .._layer_norm import native_layer_norm
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize",
            "local_response_norm"]
@@ -125,18 +126,15 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     ``weight`` and shift by ``bias`` (both of normalized_shape) (matches torch.nn.functional.layer_norm).
 
     RuntimeError "Given normalized_shape=[4], expected input with shape [*, 4], but got input of
-    size[3, 5]" and "Expected weight to be of same shape as normalized_shape, ..." as PyTorch.
+    size[3, 5]" and "Expected weight to be of same shape as normalized_shape, ..." as PyTorch. One
+    ``native_layer_norm`` op (its backward one ``_layer_norm_backward``).
     """
-    ns, dims = _normalized_dims(input, normalized_shape)
+    ns, _ = _normalized_dims(input, normalized_shape)
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t._shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t._shape)} and normalized_shape = {list(ns)}")
-    var, mean = ember.var_mean(input, dims, correction=0, keepdim=True)
-    out = (input - mean) * ember.rsqrt(var + eps)
-    if weight is not None:
-        out = out * weight
-    return out + bias if bias is not None else out
+    return native_layer_norm(input, list(ns), weight, bias, float(eps))[0]
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import math
+
 import numpy as np
 
 from .._opinfo import OpInfo, SampleInput, ErrorInput, make_tensor
@@ -789,6 +791,71 @@ def _lstm_layer_backward_samples(op, device, dtype, requires_grad=False):
                           name=f"L={steps}, N={n}, H={h}, reverse {reverse}, grads {grads}")
 
 
+# ---------------------------------------------------------------- native_layer_norm (+ backward)
+def _layer_norm_stats(x, ns, eps):
+    x = _f64(x)
+    axes = tuple(range(x.ndim - len(ns), x.ndim))
+    mean = x.mean(axis=axes, keepdims=True) if x.size else np.zeros(x.shape[:x.ndim - len(ns)] + (1,) * len(ns))
+    with np.errstate(all="ignore"):
+        rstd = 1 / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + eps)
+    return x, axes, mean, rstd
+
+
+def _layer_norm_ref(x, ns, w, b, eps):
+    dt = x.dtype
+    x64, _, mean, rstd = _layer_norm_stats(x, ns, eps)
+    if not math.prod(ns):
+        mean, rstd = np.zeros(mean.shape), np.full(rstd.shape, np.nan)
+    y = (x64 - mean) * rstd * (1 if w is None else _f64(w)) + (0 if b is None else _f64(b))
+    return y.astype(dt), mean.astype(dt), rstd.astype(dt)
+
+
+def _layer_norm_samples(op, device, dtype, requires_grad=False):
+    m = _Mk(op, device, dtype, requires_grad)
+    proc = (lambda r: r[0]) if requires_grad else None      # mean and rstd are not differentiable
+    yield SampleInput(m((3, 4)), ([4], m((4,)), m((4,)), 1e-5), name="2-D, affine", output_process=proc)
+    yield SampleInput(m((2, 3, 4)), ([3, 4], m((3, 4)), None, 1e-3), name="two normalized dims, weight only",
+                      output_process=proc)
+    yield SampleInput(m((2, 5, 3), nc=True), ([3], None, m((3,)), 1e-5), name="non-contiguous, bias only",
+                      output_process=proc)
+    yield SampleInput(m((6,)), ([6], None, None, 0.1), name="1-D, no affine, eps 0.1", output_process=proc)
+    yield SampleInput(m((0, 4)), ([4], m((4,)), m((4,)), 1e-5), name="no rows", output_process=proc)
+
+
+def _layer_norm_errors(op, device):
+    import ember
+    mk = lambda shape, seed, **kw: make_tensor(shape, device=device, seed=seed, **kw)  # noqa: E731
+    yield ErrorInput(SampleInput(mk((2, 3), 1), ([4], None, None, 1e-5)), RuntimeError,
+                     r"Given normalized_shape=\[4\], expected input with shape \[\*, 4\], but got input of size\[2, 3\]")
+    yield ErrorInput(SampleInput(mk((2, 3), 1), ([3], mk((2,), 2), None, 1e-5)), RuntimeError,
+                     r"Expected weight to be of same shape as normalized_shape, but got weight of shape \[2\]")
+    yield ErrorInput(SampleInput(mk((2, 3), 1, dtype=ember.int64), ([3], None, None, 1e-5)), NotImplementedError,
+                     r"\"LayerNormKernelImpl\" not implemented for 'Long'")
+
+
+def _layer_norm_backward_ref(g, x, ns, mean, rstd, w):
+    dt = x.dtype
+    x64, axes, _, _ = _layer_norm_stats(x, ns, 0)
+    m64, r64, g64 = _f64(mean), _f64(rstd), _f64(g)
+    lead = tuple(range(x64.ndim - len(ns)))
+    xhat = (x64 - m64) * r64
+    gy = g64 * (1 if w is None else _f64(w))
+    gi = r64 * (gy - gy.mean(axis=axes, keepdims=True) - xhat * (gy * xhat).mean(axis=axes, keepdims=True)) \
+        if x64.size else np.zeros(x64.shape)
+    return gi.astype(dt), (g64 * xhat).sum(axis=lead).astype(dt), g64.sum(axis=lead).astype(dt)
+
+
+def _layer_norm_backward_samples(op, device, dtype, requires_grad=False):
+    import ember
+    m = _Mk(op, device, dtype, requires_grad)
+    for shape, ns, affine in (((3, 4), [4], True), ((2, 3, 4), [3, 4], False), ((4, 2, 3), [3], True),
+                              ((0, 4), [4], True)):
+        x = m(shape)
+        w = m(tuple(ns)) if affine else None
+        _, mean, rstd = ember.nn._layer_norm.native_layer_norm(x, ns, w, None, 1e-5)
+        yield SampleInput(m(shape), (x, ns, mean, rstd, w), name=f"{shape} over {ns}, weight {affine}")
+
+
 def _gru_cell_ref(ig, hg, hx, bi=None, bh=None):
     dt = ig.dtype
     ig, hg, hx = _f64(ig) + (0 if bi is None else _f64(bi)), _f64(hg) + (0 if bh is None else _f64(bh)), _f64(hx)
@@ -899,6 +966,13 @@ def _build():
     add(OpInfo("_lstm_layer_backward", op=ember.nn._lstm_layer.lstm_layer_backward,
                ref=upcast(_lstm_layer_backward_ref), dtypes=FLOATING, sample_inputs=_lstm_layer_backward_samples,
                supports_out=True, tolerances=ltol))
+    ntol = {"float16": (3e-3, 1e-2), "bfloat16": (2e-2, 1e-1), "float32": (1e-5, 1e-5)}
+    add(OpInfo("native_layer_norm", op=ember.nn._layer_norm.native_layer_norm, ref=upcast(_layer_norm_ref),
+               dtypes=FLOATING, sample_inputs=_layer_norm_samples, error_inputs=_layer_norm_errors,
+               supports_autograd=True, supports_out=True, tolerances=ntol))
+    add(OpInfo("_layer_norm_backward", op=ember.nn._layer_norm.layer_norm_backward,
+               ref=upcast(_layer_norm_backward_ref), dtypes=FLOATING, sample_inputs=_layer_norm_backward_samples,
+               supports_out=True, tolerances=ntol))
     add(OpInfo("_thnn_fused_gru_cell", op=ember.nn._fused_rnn.fused_gru_cell, ref=upcast(_gru_cell_ref),
                dtypes=FLOATING, sample_inputs=_gru_cell_samples, error_inputs=_gru_cell_errors,
                supports_autograd=True, supports_out=True, tolerances=rtol))

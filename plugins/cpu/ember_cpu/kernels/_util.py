@@ -10,7 +10,7 @@ from ember import Tensor
 
 from .._runtime import np_view
 
-__all__ = ["np_view", "operand", "LOWP", "compute_np", "ALL", "FLOAT", "np_dtype", "write", "transposed", "sum_gemv"]
+__all__ = ["np_view", "operand", "LOWP", "compute_np", "ALL", "FLOAT", "np_dtype", "write", "transposed", "sum_gemv", "ones"]
 
 ALL = ember.library.ALL_DENSE
 FLOAT = ember.library.FLOATING
@@ -66,7 +66,8 @@ _GEMV_MAX_ROW = 4096
 _GEMV_MIN_SIZE = 16384
 
 
-def _ones(n, dtype):
+def ones(n, dtype):
+    """A read-only vector of ``n`` ones of numpy ``dtype``, cached (the right operand of row sums by gemv)."""
     v = _ONES.get((n, dtype))
     if v is None:
         if len(_ONES) > 256:
@@ -97,12 +98,12 @@ def sum_gemv(a: np.ndarray, axes: tuple, out: np.ndarray) -> bool:
         r = math.prod(a.shape[:k])
         if out.size != a.size // r:
             return False
-        np.matmul(_ones(r, a.dtype), a.reshape(r, -1), out=out.reshape(-1))
+        np.matmul(ones(r, a.dtype), a.reshape(r, -1), out=out.reshape(-1))
         return True
     if axes == tuple(range(nd - k, nd)):
         c = math.prod(a.shape[nd - k:])
         if c > _GEMV_MAX_ROW or out.size != a.size // c:
             return False
-        np.matmul(a.reshape(-1, c), _ones(c, a.dtype), out=out.reshape(-1))
+        np.matmul(a.reshape(-1, c), ones(c, a.dtype), out=out.reshape(-1))
         return True
     return False

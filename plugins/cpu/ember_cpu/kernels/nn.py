@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ember._ops._nn import blocks
 
-from ._util import ALL, FLOAT, LOWP, compute_np, np_view, sum_gemv, transposed, write
+from ._util import ALL, FLOAT, LOWP, compute_np, np_view, ones, sum_gemv, transposed, write
 
 _ALL_NUMERIC = [d for d in ALL if not d.is_complex and d.name != "bool"]
 
@@ -83,6 +83,90 @@ def linear(input, weight, bias=None, *, out):
         np.matmul(x, w.T, out=o)
     if bias is not None:
         o += np_view(bias)
+
+
+# ---------------------------------------------------------------- layer norm
+def _rows(t, n, cd):
+    """The cpu tensor ``t`` as a C-contiguous (rows, n) array of dtype ``cd`` (a copy only where needed)."""
+    a = np.ascontiguousarray(np_view(t), dtype=cd)
+    return a.reshape(a.size // n if n else 0, n)
+
+
+def _into(t, shape, cd):
+    """(array to compute into, whether it must be written back): ``t``'s own memory viewed as ``shape`` where
+    it is C-contiguous of dtype ``cd``, else a scratch array."""
+    o = np_view(t)
+    if o.dtype == cd and o.flags.c_contiguous:
+        return o.reshape(shape), False
+    return np.empty(shape, cd), True
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps, *, out):
+    """cpu kernel of ``native_layer_norm``, floating dtypes: per row of the last len(normalized_shape) dims,
+    mean and rstd = 1 / sqrt(biased variance + eps) (two passes: the mean, then the squared deviations; the
+    row sums as gemv with ones), out = (x - mean) rstd weight + bias; ``out`` = (out, mean, rstd). float16 /
+    bfloat16 compute in float32. An empty normalized shape gives mean 0 and rstd NaN, as PyTorch."""
+    cd = compute_np(input._dtype)
+    n = math.prod(normalized_shape)
+    x = _rows(input, n, cd)
+    y, y_copy = _into(out[0], x.shape, cd)
+    if n == 0:
+        write(out[1], 0)
+        write(out[2], np.nan)
+        return
+    mean = np.matmul(x, ones(n, cd))
+    mean /= cd.type(n)
+    np.subtract(x, mean[:, None], out=y)
+    sq = np.multiply(y, y)
+    var = np.matmul(sq, ones(n, cd))
+    var /= cd.type(n)
+    var += cd.type(eps)
+    rstd = np.sqrt(var, out=var)
+    np.divide(1, rstd, out=rstd)
+    y *= rstd[:, None]
+    if weight is not None:
+        y *= _rows(weight, n, cd)
+    if bias is not None:
+        y += _rows(bias, n, cd)
+    if y_copy:
+        write(out[0], y.reshape(out[0]._shape))
+    write(out[1], mean.reshape(out[1]._shape))
+    write(out[2], rstd.reshape(out[2]._shape))
+
+
+def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, *, out):
+    """cpu kernel of ``_layer_norm_backward``, floating dtypes: with xhat = (x - mean) rstd and gy = grad_out
+    weight, grad_input = rstd (gy - mean(gy) - xhat mean(gy xhat)) per row, grad_weight = the column sums of
+    grad_out xhat, grad_bias those of grad_out (row and column sums as gemv with ones); ``out`` = (grad_input,
+    grad_weight, grad_bias). float16 / bfloat16 compute in float32."""
+    cd = compute_np(input._dtype)
+    n = math.prod(normalized_shape)
+    x, g = _rows(input, n, cd), _rows(grad_out, n, cd)
+    r = x.shape[0]
+    gi, gi_copy = _into(out[0], x.shape, cd)
+    if n == 0 or r == 0:
+        for t in out:
+            write(t, 0)
+        return
+    m, s = _rows(mean, 1, cd), _rows(rstd, 1, cd)
+    xhat = np.subtract(x, m)
+    xhat *= s
+    t = np.multiply(g, xhat)
+    write(out[1], np.matmul(ones(r, cd), t).reshape(out[1]._shape))
+    write(out[2], np.matmul(ones(r, cd), g).reshape(out[2]._shape))
+    gy = g if weight is None else np.multiply(g, _rows(weight, n, cd))
+    if weight is not None:
+        np.multiply(gy, xhat, out=t)
+    c1 = np.matmul(gy, ones(n, cd))
+    c2 = np.matmul(t, ones(n, cd))
+    c1 /= cd.type(n)
+    c2 /= cd.type(n)
+    np.multiply(xhat, c2[:, None], out=xhat)
+    np.subtract(gy, c1[:, None], out=gi)
+    gi -= xhat
+    gi *= s
+    if gi_copy:
+        write(out[0], gi.reshape(out[0]._shape))
 
 
 # ---------------------------------------------------------------- relu
@@ -518,6 +602,8 @@ def register(lib):
                     ("_softmax_backward_data", _softmax_backward_data)):
         lib.impl(name, k, device="cpu", dtypes=FLOAT)
     lib.impl("linear", linear, device="cpu", dtypes=FLOAT)
+    lib.impl("native_layer_norm", native_layer_norm, device="cpu", dtypes=FLOAT)
+    lib.impl("_layer_norm_backward", layer_norm_backward, device="cpu", dtypes=FLOAT)
     for name, k in (("softmax", softmax), ("_safe_softmax", safe_softmax), ("log_softmax", log_softmax),
                     ("nll_loss", nll_loss),
                     ("nll_loss_backward", nll_loss_backward)):
