@@ -121,3 +121,22 @@ def test_linear_fallbacks_match_torch(spy):
     np.testing.assert_allclose(ember.nn.functional.linear(x.t()[:4], w, b).numpy(),        # a small output
                                torch.nn.functional.linear(tx.t()[:4], tw, tb).numpy(), rtol=1e-4, atol=1e-4)
     assert spy["addmm"] == 0
+
+
+def test_scipy_blas_pool_runs_on_one_thread_and_set_num_threads_leaves_it():
+    """Two OpenBLAS pools of several threads called in alternation fight over the cores; ember-cpu holds scipy's
+    own wheel BLAS (its gemm, numba's np.dot) to one thread, and ember.set_num_threads sets numpy's only."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from ember_cpu import _runtime
+    _runtime.scipy_blas()
+    dirs = _runtime._scipy_dirs()
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(2)
+        pools = threadpoolctl.threadpool_info()
+        scipy_own = [p for p in pools if p["user_api"] == "blas" and p["filepath"].startswith(dirs)]
+        others = [p for p in pools if p["user_api"] == "blas" and not p["filepath"].startswith(dirs)]
+        assert all(p["num_threads"] == 1 for p in scipy_own)
+        assert others and all(p["num_threads"] == ember.get_num_threads() for p in others)   # 2 where 2 cores
+    finally:
+        ember.set_num_threads(before)

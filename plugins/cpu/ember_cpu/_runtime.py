@@ -170,6 +170,40 @@ class CPUGeneratorState:
             raise RuntimeError(f"set_state: not a cpu generator state ({e})") from None
 
 
+def _scipy_dirs():
+    """The folders of scipy's own wheel libraries (scipy/ and scipy.libs/), as a tuple; () without scipy."""
+    try:
+        import scipy
+    except ImportError:
+        return ()
+    root = os.path.dirname(os.path.abspath(scipy.__file__))
+    return (root + os.sep, root + ".libs" + os.sep)
+
+
+_SCIPY_BLAS = None
+
+
+def scipy_blas():
+    """``scipy.linalg.blas``, its BLAS pool held to one thread when it is a library of scipy's own (the wheel's
+    OpenBLAS), not numpy's.
+
+    ember-cpu calls scipy's gemm (linear's bias through beta) and numba's np.dot (which links scipy's BLAS) for
+    small products. Two OpenBLAS pools of several threads each, called in alternation, fight over the cores: a
+    pool's workers spin for a while after each call, and the other pool's workers wait for them (the GPT step at
+    default threads on 2 cores went from 8.2 to 22.7 ms). These products gain nothing from threads, so scipy's
+    pool runs on the calling thread; numpy's pool keeps ember.set_num_threads' count."""
+    global _SCIPY_BLAS
+    if _SCIPY_BLAS is None:
+        from scipy.linalg import blas
+        from threadpoolctl import ThreadpoolController
+        dirs = _scipy_dirs()
+        for pool in ThreadpoolController().select(user_api="blas").lib_controllers:
+            if pool.filepath.startswith(dirs):
+                pool.set_num_threads(1)
+        _SCIPY_BLAS = blas
+    return _SCIPY_BLAS
+
+
 class CPURuntime(DeviceRuntime):
     """Host memory; one device ('cpu', no index)."""
 
@@ -185,7 +219,11 @@ class CPURuntime(DeviceRuntime):
     def _blas_pools(self):
         if self._blas is None:
             from threadpoolctl import ThreadpoolController
-            self._blas = ThreadpoolController().select(user_api="blas")
+            scipy_dirs = _scipy_dirs()
+            pools = ThreadpoolController().select(user_api="blas")
+            # numpy's pool(s): scipy's own wheel BLAS is held to one thread (scipy_blas), whatever this sets
+            self._blas = pools.select(filepath=[p.filepath for p in pools.lib_controllers
+                                                if not scipy_dirs or not p.filepath.startswith(scipy_dirs)])
         return self._blas
 
     def set_num_threads(self, n):

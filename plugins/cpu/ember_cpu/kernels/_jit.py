@@ -76,6 +76,8 @@ def _probe():
                 except ImportError:       # numba not installed (or not for this Python): the numpy kernels run
                     _kernels = False
                 else:
+                    from .._runtime import scipy_blas
+                    scipy_blas()          # numba's np.dot calls scipy's BLAS: its pool held to one thread
                     _kernels = _jit_kernels
     return _kernels
 

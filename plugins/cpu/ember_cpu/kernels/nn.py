@@ -47,7 +47,8 @@ def _addmm_(o, x, w, b):
         return False
     gemm = _GEMM.get(dt.char)
     if gemm is None:
-        from scipy.linalg import blas
+        from .._runtime import scipy_blas
+        blas = scipy_blas()
         gemm = _GEMM[dt.char] = blas.sgemm if dt.char == "f" else blas.dgemm
     np.copyto(o, b)
     # in Fortran's terms o.T (N, M) = w (N, K) @ x.T (K, M): w.T and x.T are Fortran-ordered views, so no copies
