@@ -192,39 +192,35 @@ def _softmax_meta_for(op, kernel=None):
     return meta
 
 
-def _softmax_composite(self, dim, dtype=None, *, out):
+def _softmax_input(self, dim, dtype):
+    """(x, dim) for the softmax composites: cast to ``dtype``, a 0-dim input as 1-D; None for an empty input."""
     x = self.to(dtype) if dtype is not None and dtype is not self._dtype else self
     if x.numel() == 0:
-        return
-    if x.dim() == 0:
-        x = x.reshape(1)
-        dim = 0
-    e = (x - x.amax(dim, keepdim=True)).exp()
-    out.copy_((e / e.sum(dim, keepdim=True)).reshape(out._shape))
+        return None, dim
+    return (x.reshape(1), 0) if x.dim() == 0 else (x, dim)
+
+
+def _softmax_composite(self, dim, dtype=None, *, out):
+    x, dim = _softmax_input(self, dim, dtype)
+    if x is not None:
+        e = (x - x.amax(dim, keepdim=True)).exp()
+        out.copy_((e / e.sum(dim, keepdim=True)).reshape(out._shape))
 
 
 def _safe_softmax_composite(self, dim, dtype=None, *, out):
-    x = self.to(dtype) if dtype is not None and dtype is not self._dtype else self
-    if x.numel() == 0:
-        return
-    if x.dim() == 0:
-        x = x.reshape(1)
-        dim = 0
-    m = x.amax(dim, keepdim=True)
-    dead = m.isneginf()                 # rows with every entry -inf: exp(x - 0) = 0 over a sum of 1 gives 0
-    e = (x - m.masked_fill(dead, 0)).exp()
-    out.copy_((e / e.sum(dim, keepdim=True).masked_fill(dead, 1)).reshape(out._shape))
+    x, dim = _softmax_input(self, dim, dtype)
+    if x is not None:
+        m = x.amax(dim, keepdim=True)
+        dead = m.isneginf()             # rows with every entry -inf: exp(x - 0) = 0 over a sum of 1 gives 0
+        e = (x - m.masked_fill(dead, 0)).exp()
+        out.copy_((e / e.sum(dim, keepdim=True).masked_fill(dead, 1)).reshape(out._shape))
 
 
 def _log_softmax_composite(self, dim, dtype=None, *, out):
-    x = self.to(dtype) if dtype is not None and dtype is not self._dtype else self
-    if x.numel() == 0:
-        return
-    if x.dim() == 0:
-        x = x.reshape(1)
-        dim = 0
-    s = x - x.amax(dim, keepdim=True)
-    out.copy_((s - s.exp().sum(dim, keepdim=True).log()).reshape(out._shape))
+    x, dim = _softmax_input(self, dim, dtype)
+    if x is not None:
+        s = x - x.amax(dim, keepdim=True)
+        out.copy_((s - s.exp().sum(dim, keepdim=True).log()).reshape(out._shape))
 
 
 _SOFTMAX_DOC = ("over ``dim`` (matches torch.{0}): shape kept; ``dtype`` casts the input first. Computed stably (the "
