@@ -29,12 +29,19 @@ _BOP = "_layer_norm_backward"
 _LOWP = (D.float16, D.bfloat16)
 
 
-def _check_shapes(op, input, normalized_shape, named):
-    ns = tuple(int(s) for s in normalized_shape)
+def check_normalized_shape(input, ns):
+    """PyTorch's RuntimeError "Given normalized_shape=[4], expected input with shape [*, 4], but got input of
+    size[3, 5]" unless the tuple of ints ``ns`` is not empty and ends input's shape."""
     k = len(ns)
     if k == 0 or len(input._shape) < k or tuple(input._shape[len(input._shape) - k:]) != ns:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(str(s) for s in ns)}], but got input of size{list(input._shape)}")
+
+
+def _check_shapes(op, input, normalized_shape, named):
+    ns = tuple(int(s) for s in normalized_shape)
+    k = len(ns)
+    check_normalized_shape(input, ns)
     for t, name in named:
         if t is not None and tuple(t._shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "

@@ -295,7 +295,8 @@ def _layer_norm(ctx, n, args, kw, outs):
     k = len(ns)
     if ctx.opset >= 17:
         if w is None:                   # ONNX's Scale is required
-            w = ctx.const(_ones_list(ns), dt, "ones")
+            import numpy as np
+            w = ctx.const(np.ones(tuple(ns)), dt, "ones")
         names = [outs[0] or ctx.tmp("ln"), outs[1] or "", outs[2] or ""]
         while names[-1] == "":
             names.pop()
@@ -312,12 +313,6 @@ def _layer_norm(ctx, n, args, kw, outs):
         y = ctx.node("Mul", [y, w], [outs[0]] if outs[0] and b is None else None)
     if b is not None:
         ctx.node("Add", [y, b], [outs[0]] if outs[0] else None)
-
-
-def _ones_list(shape):
-    """Nested lists of ones of ``shape`` (a constant's value)."""
-    import numpy as np
-    return np.ones(tuple(shape)).tolist()
 
 
 @_maps("_safe_softmax", "Softmax, ReduceMax, IsInf, Where (Cast for dtype=)")

@@ -180,6 +180,16 @@ def _scipy_dirs():
     return (root + os.sep, root + ".libs" + os.sep)
 
 
+def _blas_pools(scipys_own):
+    """threadpoolctl's controller of the loaded BLAS pools that are scipy's own wheel library (``scipys_own``) or
+    are not (numpy's)."""
+    from threadpoolctl import ThreadpoolController
+    dirs = _scipy_dirs()
+    pools = ThreadpoolController().select(user_api="blas")
+    return pools.select(filepath=[p.filepath for p in pools.lib_controllers
+                                  if p.filepath.startswith(dirs) == scipys_own])
+
+
 _SCIPY_BLAS = None
 
 
@@ -195,11 +205,7 @@ def scipy_blas():
     global _SCIPY_BLAS
     if _SCIPY_BLAS is None:
         from scipy.linalg import blas
-        from threadpoolctl import ThreadpoolController
-        dirs = _scipy_dirs()
-        for pool in ThreadpoolController().select(user_api="blas").lib_controllers:
-            if pool.filepath.startswith(dirs):
-                pool.set_num_threads(1)
+        _blas_pools(scipys_own=True).limit(limits=1)
         _SCIPY_BLAS = blas
     return _SCIPY_BLAS
 
@@ -218,12 +224,8 @@ class CPURuntime(DeviceRuntime):
     # -- intra-op threads (ember.set_num_threads): the BLAS pool numpy calls, through threadpoolctl
     def _blas_pools(self):
         if self._blas is None:
-            from threadpoolctl import ThreadpoolController
-            scipy_dirs = _scipy_dirs()
-            pools = ThreadpoolController().select(user_api="blas")
             # numpy's pool(s): scipy's own wheel BLAS is held to one thread (scipy_blas), whatever this sets
-            self._blas = pools.select(filepath=[p.filepath for p in pools.lib_controllers
-                                                if not scipy_dirs or not p.filepath.startswith(scipy_dirs)])
+            self._blas = _blas_pools(scipys_own=False)
         return self._blas
 
     def set_num_threads(self, n):

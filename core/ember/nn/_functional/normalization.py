@@ -9,7 +9,7 @@ from __future__ import annotations
 import ember
 from ..._autocast_state import autocast_function
 from ... import _dtype as D
-from .._layer_norm import native_layer_norm
+from .._layer_norm import check_normalized_shape, native_layer_norm
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "normalize",
            "local_response_norm"]
@@ -113,11 +113,8 @@ def _normalized_dims(input, normalized_shape, name="normalized_shape"):
     if isinstance(normalized_shape, int):
         raise TypeError(f"layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
     ns = tuple(int(s) for s in normalized_shape)
-    k = len(ns)
-    if k == 0 or input.dim() < k or tuple(input._shape[input.dim() - k:]) != ns:
-        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
-                           f"{', '.join(str(s) for s in ns)}], but got input of size{list(input._shape)}")
-    return ns, tuple(range(input.dim() - k, input.dim()))
+    check_normalized_shape(input, ns)
+    return ns, tuple(range(input.dim() - len(ns), input.dim()))
 
 
 @autocast_function
@@ -129,12 +126,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     size[3, 5]" and "Expected weight to be of same shape as normalized_shape, ..." as PyTorch. One
     ``native_layer_norm`` op (its backward one ``_layer_norm_backward``).
     """
-    ns, _ = _normalized_dims(input, normalized_shape)
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and tuple(t._shape) != ns:
-            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
-                               f"{list(t._shape)} and normalized_shape = {list(ns)}")
-    return native_layer_norm(input, list(ns), weight, bias, float(eps))[0]
+    ns, _ = _normalized_dims(input, normalized_shape)      # (TypeError for an int, as PyTorch)
+    return native_layer_norm(input, list(ns), weight, bias, float(eps))[0]      # (the op checks weight, bias)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

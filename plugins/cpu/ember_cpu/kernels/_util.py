@@ -10,7 +10,8 @@ from ember import Tensor
 
 from .._runtime import np_view
 
-__all__ = ["np_view", "operand", "LOWP", "compute_np", "ALL", "FLOAT", "np_dtype", "write", "transposed", "sum_gemv", "ones"]
+__all__ = ["np_view", "operand", "LOWP", "compute_np", "ALL", "FLOAT", "np_dtype", "write", "buffer", "transposed",
+           "sum_gemv", "sum_array", "ones"]
 
 ALL = ember.library.ALL_DENSE
 FLOAT = ember.library.FLOATING
@@ -38,6 +39,15 @@ def compute_np(d: ember.dtype) -> np.dtype:
 def write(out, value):
     """Store ``value`` (array or scalar) into the cpu tensor ``out``, casting unsafely as PyTorch does."""
     np.copyto(np_view(out), value, casting="unsafe")
+
+
+def buffer(t, cd, contiguous=False):
+    """(array to compute into, whether it must be written back with ``write``): the cpu tensor ``t``'s own numpy
+    view where it has dtype ``cd`` (and is C-contiguous, when ``contiguous``), else a scratch array of its shape."""
+    o = np_view(t)
+    if o.dtype == cd and (not contiguous or o.flags.c_contiguous):
+        return o, False
+    return np.empty(o.shape, cd), True
 
 
 def transposed(a: np.ndarray) -> np.ndarray:
@@ -107,3 +117,14 @@ def sum_gemv(a: np.ndarray, axes: tuple, out: np.ndarray) -> bool:
         np.matmul(a.reshape(-1, c), ones(c, a.dtype), out=out.reshape(-1))
         return True
     return False
+
+
+def sum_array(a: np.ndarray, axes: tuple, keepdims: bool) -> np.ndarray:
+    """``np.add.reduce(a, axis=axes, keepdims=keepdims)`` (non-negative ``axes``) as a fresh array of a's dtype,
+    by ``sum_gemv`` where it applies."""
+    shape = tuple(1 if i in axes else s for i, s in enumerate(a.shape)) if keepdims else \
+        tuple(s for i, s in enumerate(a.shape) if i not in axes)
+    r = np.empty(shape, a.dtype)
+    if not sum_gemv(a, axes, r):
+        np.add.reduce(a, axis=axes, keepdims=keepdims, out=r)
+    return r

@@ -16,7 +16,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ember._ops._nn import blocks
 
-from ._util import ALL, FLOAT, LOWP, compute_np, np_view, ones, sum_gemv, transposed, write
+from ._util import ALL, FLOAT, LOWP, buffer, compute_np, np_view, ones, sum_array, transposed, write
 
 _ALL_NUMERIC = [d for d in ALL if not d.is_complex and d.name != "bool"]
 
@@ -93,15 +93,6 @@ def _rows(t, n, cd):
     return a.reshape(a.size // n if n else 0, n)
 
 
-def _into(t, shape, cd):
-    """(array to compute into, whether it must be written back): ``t``'s own memory viewed as ``shape`` where
-    it is C-contiguous of dtype ``cd``, else a scratch array."""
-    o = np_view(t)
-    if o.dtype == cd and o.flags.c_contiguous:
-        return o.reshape(shape), False
-    return np.empty(shape, cd), True
-
-
 def native_layer_norm(input, normalized_shape, weight, bias, eps, *, out):
     """cpu kernel of ``native_layer_norm``, floating dtypes: per row of the last len(normalized_shape) dims,
     mean and rstd = 1 / sqrt(biased variance + eps) (two passes: the mean, then the squared deviations; the
@@ -110,7 +101,8 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps, *, out):
     cd = compute_np(input._dtype)
     n = math.prod(normalized_shape)
     x = _rows(input, n, cd)
-    y, y_copy = _into(out[0], x.shape, cd)
+    yo, y_copy = buffer(out[0], cd, contiguous=True)
+    y = yo.reshape(x.shape)
     if n == 0:
         write(out[1], 0)
         write(out[2], np.nan)
@@ -130,7 +122,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps, *, out):
     if bias is not None:
         y += _rows(bias, n, cd)
     if y_copy:
-        write(out[0], y.reshape(out[0]._shape))
+        write(out[0], yo)
     write(out[1], mean.reshape(out[1]._shape))
     write(out[2], rstd.reshape(out[2]._shape))
 
@@ -144,7 +136,8 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, *
     n = math.prod(normalized_shape)
     x, g = _rows(input, n, cd), _rows(grad_out, n, cd)
     r = x.shape[0]
-    gi, gi_copy = _into(out[0], x.shape, cd)
+    gio, gi_copy = buffer(out[0], cd, contiguous=True)
+    gi = gio.reshape(x.shape)
     if n == 0 or r == 0:
         for t in out:
             write(t, 0)
@@ -167,7 +160,7 @@ def layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, *
     gi -= xhat
     gi *= s
     if gi_copy:
-        write(out[0], gi.reshape(out[0]._shape))
+        write(out[0], gio)
 
 
 # ---------------------------------------------------------------- relu
@@ -201,14 +194,6 @@ def _row_max(a, d):
     return a.max(axis=d, keepdims=True)
 
 
-def _sum_keep(a, d):
-    """``a.sum(axis=d, keepdims=True)`` in a's dtype, by ``sum_gemv`` where it applies."""
-    s = np.empty(a.shape[:d] + (1,) + a.shape[d + 1:], a.dtype)
-    if not sum_gemv(a, (d,), s):
-        np.add.reduce(a, axis=d, keepdims=True, out=s)
-    return s
-
-
 def _softmax_into(a, d, out, safe):
     o = np_view(out)
     direct = o.dtype == a.dtype and o.shape == a.shape      # straight into out: no temporary to copy
@@ -219,7 +204,7 @@ def _softmax_into(a, d, out, safe):
         m[dead] = 0
     np.subtract(a, m, out=e)
     np.exp(e, out=e)
-    s = _sum_keep(e, d)
+    s = sum_array(e, (d,), True)
     if safe:
         s[dead] = 1
     e /= s
@@ -255,10 +240,10 @@ def log_softmax(self, dim, dtype=None, *, out):
     o = np_view(out)
     if o.dtype == a.dtype and o.shape == a.shape:       # straight into the output: no temporaries to copy
         np.subtract(a, _row_max(a, d), out=o)
-        o -= np.log(_sum_keep(np.exp(o), d))
+        o -= np.log(sum_array(np.exp(o), (d,), True))
         return
     s = a - _row_max(a, d)
-    s -= np.log(_sum_keep(np.exp(s), d))
+    s -= np.log(sum_array(np.exp(s), (d,), True))
     write(out, s.reshape(out._shape))
 
 
@@ -301,7 +286,7 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype, *, out):
     """
     g, y, d, r, direct = _softmax_backward_prep(grad_output, output, dim, out)
     np.exp(y, out=r)
-    np.multiply(r, _sum_keep(g, d), out=r)
+    np.multiply(r, sum_array(g, (d,), True), out=r)
     np.subtract(g, r, out=r)
     if not direct:
         write(out, r.reshape(out._shape))
@@ -313,7 +298,7 @@ def _softmax_backward_data(grad_output, output, dim, input_dtype, *, out):
     """
     g, y, d, r, direct = _softmax_backward_prep(grad_output, output, dim, out)
     np.multiply(g, y, out=r)
-    np.subtract(g, _sum_keep(r, d), out=r)
+    np.subtract(g, sum_array(r, (d,), True), out=r)
     np.multiply(y, r, out=r)
     if not direct:
         write(out, r.reshape(out._shape))

@@ -15,7 +15,7 @@ import numpy as np
 import ember
 from ember import Tensor
 
-from ._util import ALL, compute_np, np_view, sum_gemv, write
+from ._util import ALL, compute_np, np_view, sum_array, sum_gemv, write
 
 
 # ---------------------------------------------------------------- helpers
@@ -205,26 +205,16 @@ def _variance(self, dim, correction, keepdim):
     n = _count(a.shape, ax)
     correction = 1 if correction is None else correction
     with np.errstate(all="ignore"):
-        m = _sum(a, ax, True)
+        m = sum_array(a, ax, True)
         m /= a.dtype.type(n)
         d = np.subtract(a, m, out=np.empty(a.shape, a.dtype))
         if a.dtype.kind == "c":
             sq = d.real * d.real + d.imag * d.imag
         else:
             sq = np.multiply(d, d, out=d)
-        r = _sum(sq, ax, keepdim)
+        r = sum_array(sq, ax, keepdim)
         r /= sq.dtype.type(n - correction if n > correction else 0)
         return r
-
-
-def _sum(a, ax, keepdim):
-    """``np.sum(a, axis=ax, keepdims=keepdim)`` as a fresh array, by ``sum_gemv`` where it applies."""
-    shape = tuple(1 if i in ax else s for i, s in enumerate(a.shape)) if keepdim else \
-        tuple(s for i, s in enumerate(a.shape) if i not in ax)
-    r = np.empty(shape, a.dtype)
-    if not sum_gemv(a, ax, r):
-        np.add.reduce(a, axis=ax, keepdims=keepdim, out=r)
-    return r
 
 
 def var(self, dim=None, *, correction=None, keepdim=False, out):

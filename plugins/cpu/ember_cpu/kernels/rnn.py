@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from ._jit import jit_kernels
-from ._util import FLOAT, compute_np, np_view, write
+from ._util import FLOAT, buffer, compute_np, np_view, write
 
 _NO_BIAS = np.empty(0, np.float32)
 _NO_GRAD = np.empty((0, 0), np.float32)
@@ -26,12 +26,6 @@ _NO_STEPS = np.empty((0, 0, 0), np.float32)
 def _arr(t, cd):
     a = np_view(t)
     return a if a.dtype == cd else a.astype(cd)
-
-
-def _buffer(out, cd):
-    """``out``'s numpy view when it can be written in the compute dtype, else a float32 scratch array."""
-    o = np_view(out)
-    return (o, False) if o.dtype == cd else (np.empty(o.shape, cd), True)
 
 
 def _sigmoid_(x):
@@ -149,7 +143,7 @@ def fused_lstm_cell(input_gates, hidden_gates, cx, input_bias=None, hidden_bias=
     in place into ``out`` = (hy, cy, workspace).
     """
     cd = compute_np(input_gates._dtype)
-    bufs = [_buffer(t, cd) for t in out]
+    bufs = [buffer(t, cd) for t in out]
     args = (_arr(input_gates, cd), _arr(hidden_gates, cd), _arr(cx, cd),
             *(None if b is None else _arr(b, cd) for b in (input_bias, hidden_bias)), *(b[0] for b in bufs))
     # the compiled loop only where no operand needed a float32 copy (float16 / bfloat16 take the numpy passes)
@@ -165,7 +159,7 @@ def fused_lstm_cell_backward_impl(grad_hy, grad_cy, cx, cy, workspace, has_bias,
     of grad_gates (when ``has_bias``). A None gradient counts as zeros.
     """
     cd = compute_np(workspace._dtype)
-    bufs = [_buffer(t, cd) for t in out] if has_bias else [_buffer(t, cd) for t in out[:2]]
+    bufs = [buffer(t, cd) for t in out] if has_bias else [buffer(t, cd) for t in out[:2]]
     args = (None if grad_hy is None else _arr(grad_hy, cd), None if grad_cy is None else _arr(grad_cy, cd),
             _arr(cx, cd), _arr(cy, cd), _arr(workspace, cd), bufs[0][0], bufs[1][0], bufs[2][0] if has_bias else None)
     step_backward = _lstm_cell_backward_arrays if any(b[1] for b in bufs) else _cells(cd, *args)[1]
@@ -237,7 +231,7 @@ def lstm_layer(input_gates, hx, cx, weight_hh, reverse=False, *, out):
     compiled cell, else a Python loop of numpy calls."""
     cd = compute_np(input_gates._dtype)
     xg, h0, c0 = _c(np_view(input_gates), cd), _c(np_view(hx), cd), _c(np_view(cx), cd)
-    bufs = [_buffer(t, cd) for t in out]
+    bufs = [buffer(t, cd) for t in out]
     (o, _), (hy, _), (cy, _), (cs, _), (ws, _) = bufs
     steps, n, g = xg.shape
     w_t = _c(np_view(weight_hh), cd).T.copy()           # (H, 4H): a contiguous right operand for every step
@@ -275,11 +269,8 @@ def lstm_layer_backward(grad_output, grad_hy, grad_cy, hx, cx, weight_hh, output
     w = _c(np_view(weight_hh), cd)
     steps, n, g = ws.shape
     h = g // 4
-    bufs = [_buffer(t, cd) for t in out]
+    bufs = [buffer(out[0], cd, contiguous=True)] + [buffer(t, cd) for t in out[1:]]
     (gi, _), (ghx, _), (gcx, _), (gw, _) = bufs
-    if not gi.flags.c_contiguous:
-        gi = np.empty(gi.shape, cd)
-        bufs[0] = (gi, True)
     go = None if grad_output is None else _c(np_view(grad_output), cd)
     dh = np.zeros((n, h), cd) if grad_hy is None else _c(np_view(grad_hy), cd).copy()
     dc = np.zeros((n, h), cd) if grad_cy is None else _c(np_view(grad_cy), cd).copy()
@@ -317,7 +308,7 @@ def fused_gru_cell(input_gates, hidden_gates, hx, input_bias=None, hidden_bias=N
     (hy, workspace (r, z, n, hx, h_n)).
     """
     cd = compute_np(input_gates._dtype)
-    (w, w_cp), (h, h_cp) = _buffer(out[1], cd), _buffer(out[0], cd)
+    (w, w_cp), (h, h_cp) = buffer(out[1], cd), buffer(out[0], cd)
     H = w.shape[1] // 5
     rz, n, hxw, hn = w[:, :2 * H], w[:, 2 * H:3 * H], w[:, 3 * H:4 * H], w[:, 4 * H:]
     ig, hg = _arr(input_gates, cd), _arr(hidden_gates, cd)
@@ -352,7 +343,7 @@ def fused_gru_cell_backward(grad_hy, workspace, has_bias, *, out):
     = (gr, gz, gn r), grad_hx = grad_hy z and the bias gradients their batch sums (when ``has_bias``).
     """
     cd = compute_np(workspace._dtype)
-    (gi, gi_cp), (gh, gh_cp), (ghx, ghx_cp) = (_buffer(out[k], cd) for k in range(3))
+    (gi, gi_cp), (gh, gh_cp), (ghx, ghx_cp) = (buffer(out[k], cd) for k in range(3))
     w = _arr(workspace, cd)
     g = _arr(grad_hy, cd)
     H = w.shape[1] // 5
@@ -376,7 +367,7 @@ def fused_gru_cell_backward(grad_hy, workspace, has_bias, *, out):
     np.multiply(g, z, out=ghx)
     if has_bias:
         for k, src in ((3, gi), (4, gh)):
-            b, b_cp = _buffer(out[k], cd)
+            b, b_cp = buffer(out[k], cd)
             np.sum(src, axis=0, out=b)
             if b_cp:
                 write(out[k], b)
